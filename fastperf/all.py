@@ -7,10 +7,10 @@ Docs: https://fastperf.github.io/fastperf/all.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../nbs/99_all.ipynb #59ae457e
+# %% ../nbs/99_all.ipynb #59f2c452
 from . import core, data
 from .core import *
 from .data import *
 
-# %% ../nbs/99_all.ipynb #7b7f4ad0
+# %% ../nbs/99_all.ipynb #6bb1a09b
 __all__ = [name for mod in (core, data) for name in mod.__all__]
