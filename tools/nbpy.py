@@ -25,6 +25,25 @@ def py2cells(text):
     flush()
     return cells
 
+_keep_dirs = ('hide',)  # directives an import cell split from a cell keeps
+
+def split_imports(src):
+    """nbdev's docs build executes every non-exported cell that contains an import, alone. So a cell mixing imports with
+    code that needs earlier cells breaks the docs: return its top-level imports as a cell of their own, then the rest."""
+    import ast
+    lines = src.splitlines()
+    dirs = [l for l in lines if l.startswith('#|')]
+    if any(d.split()[1:2] and d.split()[1] in ('export','exports','exporti') for d in dirs): return [src]
+    try: tree = ast.parse(src)
+    except SyntaxError: return [src]
+    imps = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
+    if not imps or len(imps)==len(tree.body): return [src]
+    imp_lines = set(i for n in imps for i in range(n.lineno-1, n.end_lineno))
+    head = [l for l in dirs if l.split()[1:2] and l.split()[1] in _keep_dirs]
+    imp_src = '\n'.join(head + [lines[i] for i in sorted(imp_lines)])
+    rest = '\n'.join(l for i,l in enumerate(lines) if i not in imp_lines)
+    return [imp_src, rest]
+
 def tonb(src, dest):
     old = {}
     if Path(dest).exists():
@@ -32,6 +51,8 @@ def tonb(src, dest):
             if c['cell_type']=='code': old[''.join(c['source'])] = c.get('outputs', [])
     cells = []
     for c in py2cells(Path(src).read_text()):
+      for part in (split_imports(c['source']) if c['cell_type']=='code' else [c['source']]):
+        c = dict(c, source=part)
         lines = c['source'].splitlines(True)
         d = dict(cell_type=c['cell_type'], metadata={}, source=lines)
         if c['cell_type']=='code': d.update(execution_count=None, outputs=old.get(c['source'], []))

@@ -1,0 +1,47 @@
+"The documentation builds offline from the notebooks and renders in headless Chromium."
+import os, shutil, subprocess, sys
+from pathlib import Path
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = {'index.html': ['fastperf', 'Quick start', 'fastperf-bench'],
+         'cast.html': ['CastToTensor', 'cast_to_tensor', 'plain Tensor batches', 'vs_plain_tensor']}
+
+def _chromium():
+    return next((p for p in map(shutil.which, ('chromium', 'chromium-browser', 'google-chrome')) if p), None)
+
+@pytest.fixture(scope='module')
+def site(tmp_path_factory):
+    out = tmp_path_factory.mktemp('site')
+    subprocess.run([sys.executable, 'tools/build_docs.py', '--out', str(out), '--no-readme'], cwd=ROOT, check=True)
+    return out
+
+def test_pages_built(site):
+    names = {p.name for p in site.glob('*.html')}
+    nbs = {p.stem.split('_',1)[-1]+'.html' for p in (ROOT/'nbs').glob('*.ipynb') if p.stem!='index'} | {'index.html'}
+    assert nbs <= names, f"missing pages: {nbs-names}"
+    for page,words in PAGES.items():
+        text = (site/page).read_text()
+        for w in words: assert w in text, f"{w!r} not in {page}"
+    assert 'data:image/png' in (site/'data.html').read_text(), "the data page lost its plots"
+
+def _browser(*args):
+    exe = _chromium()
+    if exe is None:
+        if os.environ.get('CI'): pytest.fail("Chromium is not installed (.ci/run installs Debian's chromium package)")
+        pytest.skip("Chromium is not installed: apt-get install chromium")
+    flags = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-sync',
+             '--disable-background-networking', '--disable-component-update', '--hide-scrollbars']
+    return subprocess.run([exe, *flags, *args], capture_output=True, text=True, timeout=180)
+
+@pytest.mark.parametrize('page', list(PAGES))
+def test_renders_in_chromium(site, page, tmp_path):
+    url = (site/page).as_uri()
+    dom = _browser(f'--user-data-dir={tmp_path/"profile"}', '--dump-dom', url).stdout
+    for w in PAGES[page]: assert w in dom, f"{w!r} missing from the rendered {page}"
+    assert 'class="fp-nav"' in dom and 'cast.html' in dom
+    shot = tmp_path/'shot.png'
+    _browser(f'--user-data-dir={tmp_path/"profile2"}', f'--screenshot={shot}', '--window-size=1200,1600', url)
+    from PIL import Image, ImageStat
+    img = Image.open(shot).convert('L')
+    assert img.size==(1200,1600) and ImageStat.Stat(img).stddev[0] > 5, "the screenshot is blank"

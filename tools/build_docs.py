@@ -1,0 +1,77 @@
+"""Build the documentation site offline: `docs/` (one HTML page per notebook) and `README.md` (from nbs/index.ipynb).
+
+    python tools/build_docs.py                # docs/ and README.md
+    python tools/build_docs.py --out /tmp/d --no-readme
+
+Quarto, which `nbdev-docs` uses, cannot be installed offline. This does the same two steps with what pip gives:
+nbdev's own notebook processing (`proc_nbs`: directives, hidden cells, `show_doc` rendering, cuda/slow cells kept with
+their saved outputs) and nbconvert to render each processed notebook to HTML, with a navigation bar between pages.
+The notebooks' saved outputs (tables, plots) are what the pages show: run `nbdev-test --save` first to refresh them.
+With Quarto installed, `nbdev-docs` still builds the usual nbdev site from the same notebooks."""
+import argparse, html, re, shutil, sys
+from pathlib import Path
+import nbformat
+from nbconvert import HTMLExporter, MarkdownExporter
+from nbdev.config import get_config
+from nbdev.serve import proc_nbs
+
+_css = """<style>
+.fp-nav{position:sticky;top:0;z-index:10;background:#1f2937;padding:.55em 1em;font-family:system-ui,sans-serif}
+.fp-nav a{color:#e5e7eb;margin-right:1.1em;text-decoration:none;font-size:.95em}
+.fp-nav a.fp-here{color:#fff;font-weight:600;border-bottom:2px solid #60a5fa}
+.fp-desc{font-size:1.15em;color:#4b5563;margin:.2em 0 1.2em}
+</style>"""
+
+def _frontmatter(nb):
+    "Title and description from the front matter nbdev writes into the first (raw) cell"
+    if nb.cells and nb.cells[0].cell_type=='raw' and nb.cells[0].source.startswith('---'):
+        meta = dict(re.findall(r'^(\w+):\s*(.*)$', nb.cells[0].source, re.M))
+        nb.cells.pop(0)
+        return meta.get('title','').strip('"\''), meta.get('description','').strip('"\'')
+    return None, None
+
+def _clean(nb):
+    "nbconvert rejects nbdev's processed notebooks until the cells' `execution` metadata is removed"
+    for c in nb.cells:
+        c.metadata.pop('execution', None)
+        if c.cell_type!='code': c.pop('outputs', None); c.pop('execution_count', None)
+    return nb
+
+def _pages(proc):
+    nbs = sorted(proc.glob('*.ipynb'), key=lambda p: (p.stem!='index', p.stem))
+    return [(p, 'index.html' if p.stem=='index' else p.stem.split('_',1)[-1]+'.html') for p in nbs]
+
+def build(out=None, readme=True):
+    cfg = get_config()
+    out = Path(out or cfg.doc_path)
+    proc = proc_nbs(cfg.nbs_path, n_workers=0)
+    pages = _pages(proc)
+    nbs = {}
+    for p,name in pages:
+        nb = _clean(nbformat.read(p, as_version=4))
+        title,desc = _frontmatter(nb)
+        nbs[name] = (nb, title or p.stem, desc)
+    out.mkdir(parents=True, exist_ok=True)
+    exporter = HTMLExporter(template_name='lab', exclude_input_prompt=True, exclude_output_prompt=True)
+    for name,(nb,title,desc) in nbs.items():
+        nav = ''.join(f'<a href="{n}"{" class=fp-here" if n==name else ""}>{html.escape(t)}</a>' for n,(_,t,_) in nbs.items())
+        body,_ = exporter.from_notebook_node(nb, resources=dict(metadata=dict(name=f'{title} - fastperf')))
+        head = f'<nav class="fp-nav">{nav}</nav><main class="fp-page" style="max-width:1100px;margin:auto;padding:0 1em">' \
+               f'<h1>{html.escape(title)}</h1>' + (f'<p class="fp-desc">{html.escape(desc)}</p>' if desc else '')
+        body = re.sub(r'(<body[^>]*>)', lambda m: m.group(1)+head, body, count=1).replace('</body>', '</main></body>', 1)
+        (out/name).write_text(body.replace('</head>', _css+'</head>', 1))
+    if readme and 'index.html' in nbs:
+        nb,title,desc = nbs['index.html']
+        md,_ = MarkdownExporter(exclude_input_prompt=True, exclude_output_prompt=True).from_notebook_node(nb)
+        top = f'# {title}\n\n' + (f'> {desc}\n\n' if desc else '')
+        note = '<!-- Generated from nbs/index.ipynb by tools/build_docs.py: edit the notebook, not this file. -->\n\n'
+        (cfg.config_path/'README.md').write_text(note + top + md.strip() + '\n')
+    print(f"Built {len(nbs)} pages into {out}" + (" and README.md" if readme else ''))
+    return out
+
+if __name__=='__main__':
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--out', help='output folder (default: doc_path of pyproject.toml, docs/)')
+    ap.add_argument('--no-readme', action='store_true', help='do not write README.md')
+    a = ap.parse_args()
+    build(a.out, readme=not a.no_readme)
