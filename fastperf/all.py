@@ -7,10 +7,10 @@ Docs: https://fastperf.github.io/fastperf/all.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../nbs/99_all.ipynb #59f2c452
+# %% ../nbs/99_all.ipynb #1e724ad0
 from . import core, data
 from .core import *
 from .data import *
 
-# %% ../nbs/99_all.ipynb #6bb1a09b
+# %% ../nbs/99_all.ipynb #c75e8987
 __all__ = [name for mod in (core, data) for name in mod.__all__]

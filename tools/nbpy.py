@@ -4,7 +4,7 @@
     python tools/nbpy.py tonb /tmp/02_cast.py nbs/02_cast.ipynb   # ... and write it back (outputs are kept
                                                                    #     for cells whose source did not change)
 Cells are separated by `# %%` (code) or `# %% [markdown]` (markdown; each line starts with `# `)."""
-import json, sys, re
+import json, sys, re, hashlib
 from pathlib import Path
 
 def _md_lines(lines): return [l[2:] if l.startswith('# ') else l.lstrip('#') for l in lines]
@@ -57,9 +57,25 @@ def tonb(src, dest):
         d = dict(cell_type=c['cell_type'], metadata={}, source=lines)
         if c['cell_type']=='code': d.update(execution_count=None, outputs=old.get(c['source'], []))
         cells.append(d)
+    add_ids(cells)
     nb = dict(cells=cells, metadata=dict(kernelspec=dict(display_name='python3', language='python', name='python3')),
               nbformat=4, nbformat_minor=5)
     Path(dest).write_text(json.dumps(nb, indent=1, ensure_ascii=False)+'\n')
+
+def add_ids(cells):
+    "Stable cell ids from the cells' text, so nbdev-export writes the same module twice (it names cells by id)"
+    seen = set()
+    for c in cells:
+        h = hashlib.sha1(''.join(c['source']).encode()).hexdigest()
+        i = next(h[k:k+8] for k in range(0, 33) if h[k:k+8] not in seen)
+        seen.add(i); c['id'] = i
+
+def fix_ids(path):
+    "Give a notebook's cells stable ids where they have none"
+    nb = json.loads(Path(path).read_text())
+    if all('id' in c for c in nb['cells']): return
+    add_ids(nb['cells']); nb['nbformat_minor'] = max(nb.get('nbformat_minor', 5), 5)
+    Path(path).write_text(json.dumps(nb, indent=1, ensure_ascii=False)+'\n')
 
 def topy(src, dest):
     out = []
@@ -71,5 +87,6 @@ def topy(src, dest):
     Path(dest).write_text('\n'.join(out)+'\n')
 
 if __name__=='__main__':
-    cmd, a, b = sys.argv[1:4]
-    {'tonb': tonb, 'topy': topy}[cmd](a, b)
+    cmd, *args = sys.argv[1:]
+    if cmd=='ids': [fix_ids(p) for p in args]
+    else: {'tonb': tonb, 'topy': topy}[cmd](*args)
