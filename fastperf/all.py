@@ -7,10 +7,11 @@ Docs: https://fastperf.github.io/fastperf/all.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../nbs/99_all.ipynb #1e724ad0
-from . import core, data
+# %% ../nbs/99_all.ipynb #2b32b885
+from . import core, data, cast
 from .core import *
 from .data import *
+from .cast import *
 
-# %% ../nbs/99_all.ipynb #c75e8987
-__all__ = [name for mod in (core, data) for name in mod.__all__]
+# %% ../nbs/99_all.ipynb #37df343f
+__all__ = [name for mod in (core, data, cast) for name in mod.__all__]

@@ -8,7 +8,7 @@ nbdev's own notebook processing (`proc_nbs`: directives, hidden cells, `show_doc
 their saved outputs) and nbconvert to render each processed notebook to HTML, with a navigation bar between pages.
 The notebooks' saved outputs (tables, plots) are what the pages show: run `nbdev-test --save` first to refresh them.
 With Quarto installed, `nbdev-docs` still builds the usual nbdev site from the same notebooks."""
-import argparse, html, re, shutil, sys
+import argparse, html, re, shutil, sys, yaml
 from pathlib import Path
 import nbformat
 from nbconvert import HTMLExporter, MarkdownExporter
@@ -25,17 +25,28 @@ _css = """<style>
 def _frontmatter(nb):
     "Title and description from the front matter nbdev writes into the first (raw) cell"
     if nb.cells and nb.cells[0].cell_type=='raw' and nb.cells[0].source.startswith('---'):
-        meta = dict(re.findall(r'^(\w+):\s*(.*)$', nb.cells[0].source, re.M))
+        meta = yaml.safe_load(nb.cells[0].source.strip().strip('-')) or {}
         nb.cells.pop(0)
-        return meta.get('title','').strip('"\''), meta.get('description','').strip('"\'')
+        return str(meta.get('title','')), str(meta.get('description',''))
     return None, None
 
+_re_qlink = re.compile(r'\[([^\]]+)\]\(([^)\s]+)\)\{target="_blank" style="([^"]*)"\}')
+
 def _clean(nb):
-    "nbconvert rejects nbdev's processed notebooks until the cells' `execution` metadata is removed"
+    "Turn nbdev's Quarto-flavoured notebook into one nbconvert renders well"
     for c in nb.cells:
-        c.metadata.pop('execution', None)
-        if c.cell_type!='code': c.pop('outputs', None); c.pop('execution_count', None)
+        c.metadata.pop('execution', None)  # nbconvert rejects the notebook with it
+        if c.cell_type!='code': c.pop('outputs', None); c.pop('execution_count', None); continue
+        lines = c.source.splitlines()
+        dirs = [l for l in lines if l.startswith('#|')]
+        if any(re.match(r'#\|\s*echo:\s*false', d) for d in dirs): c.metadata.setdefault('tags', []).append('remove_input')
+        c.source = '\n'.join(l for l in lines if not l.startswith('#|')).strip()
+        for o in c.get('outputs', []):
+            md = o.get('data', {}).get('text/markdown')
+            if md: o['data']['text/markdown'] = _re_qlink.sub(r'<a href="\2" target="_blank" style="\3">\1</a>', md)
     return nb
+
+def _code(s): return re.sub(r'`([^`]+)`', r'<code>\1</code>', s)
 
 def _pages(proc):
     nbs = sorted(proc.glob('*.ipynb'), key=lambda p: (p.stem!='index', p.stem))
@@ -52,20 +63,22 @@ def build(out=None, readme=True):
         title,desc = _frontmatter(nb)
         nbs[name] = (nb, title or p.stem, desc)
     out.mkdir(parents=True, exist_ok=True)
-    exporter = HTMLExporter(template_name='lab', exclude_input_prompt=True, exclude_output_prompt=True)
+    from traitlets.config import Config
+    c = Config(); c.TagRemovePreprocessor.remove_input_tags = {'remove_input'}; c.TagRemovePreprocessor.enabled = True
+    exporter = HTMLExporter(config=c, template_name='lab', exclude_input_prompt=True, exclude_output_prompt=True)
     for name,(nb,title,desc) in nbs.items():
         nav = ''.join(f'<a href="{n}"{" class=fp-here" if n==name else ""}>{html.escape(t)}</a>' for n,(_,t,_) in nbs.items())
         body,_ = exporter.from_notebook_node(nb, resources=dict(metadata=dict(name=f'{title} - fastperf')))
         head = f'<nav class="fp-nav">{nav}</nav><main class="fp-page" style="max-width:1100px;margin:auto;padding:0 1em">' \
-               f'<h1>{html.escape(title)}</h1>' + (f'<p class="fp-desc">{html.escape(desc)}</p>' if desc else '')
+               f'<h1>{html.escape(title)}</h1>' + (f'<p class="fp-desc">{_code(html.escape(desc))}</p>' if desc else '')
         body = re.sub(r'(<body[^>]*>)', lambda m: m.group(1)+head, body, count=1).replace('</body>', '</main></body>', 1)
+        if cfg.doc_url: body = body.replace(cfg.doc_url, '')  # links between pages stay inside the offline site
         (out/name).write_text(body.replace('</head>', _css+'</head>', 1))
     if readme and 'index.html' in nbs:
         nb,title,desc = nbs['index.html']
-        md,_ = MarkdownExporter(exclude_input_prompt=True, exclude_output_prompt=True).from_notebook_node(nb)
+        md,_ = MarkdownExporter(config=c, exclude_input_prompt=True, exclude_output_prompt=True).from_notebook_node(nb)
         top = f'# {title}\n\n' + (f'> {desc}\n\n' if desc else '')
-        note = '<!-- Generated from nbs/index.ipynb by tools/build_docs.py: edit the notebook, not this file. -->\n\n'
-        (cfg.config_path/'README.md').write_text(note + top + md.strip() + '\n')
+        (cfg.config_path/'README.md').write_text(top + md.strip() + '\n')
     print(f"Built {len(nbs)} pages into {out}" + (" and README.md" if readme else ''))
     return out
 
