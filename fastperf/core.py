@@ -74,19 +74,34 @@ def on_fit_exit(self:Learner, fn):
     if getattr(self, '_fp_exit', None) is None: self._fp_exit = []
     self._fp_exit.append(fn)
 
-# %% ../nbs/00_core.ipynb #7eb058a7
+# %% ../nbs/00_core.ipynb #daf2a1d9
+@patch
+def _run_fit_exit(self:Learner, depth:int):
+    "Run, last first, the functions registered with `on_fit_exit` since the registry had `depth` entries"
+    fns = (getattr(self, '_fp_exit', None) or [])[depth:]
+    if fns: del self._fp_exit[depth:]
+    for fn in reversed(fns): fn()
+
+def _depth(learn): return len(getattr(learn, '_fp_exit', None) or [])
+
+# %% ../nbs/00_core.ipynb #6a47bfa1
 if not hasattr(Learner.fit, '_fp_wrapped'):
-    _fit = Learner.fit
+    _fit,_enter,_exit = Learner.fit,Learner.__enter__,Learner.__exit__
+    @functools.wraps(_fit)
     def _fit_restoring(self, *args, **kwargs):
-        depth = len(getattr(self, '_fp_exit', None) or [])
+        depth = _depth(self)
         try: return _fit(self, *args, **kwargs)
-        finally:
-            fns = self._fp_exit[depth:] if getattr(self, '_fp_exit', None) else []
-            if fns: del self._fp_exit[depth:]
-            for fn in reversed(fns): fn()
-    _fit_restoring.__doc__,_fit_restoring._fp_wrapped = _fit.__doc__,True
-    functools.update_wrapper(_fit_restoring, _fit)
-    Learner.fit = _fit_restoring
+        finally: self._run_fit_exit(depth)
+    def _enter_restoring(self):
+        self.__dict__.setdefault('_fp_depths', []).append(_depth(self))
+        try: return _enter(self)
+        except BaseException:
+            self._run_fit_exit(self._fp_depths.pop()); raise
+    def _exit_restoring(self, exc_type, exc_value, tb):
+        try: return _exit(self, exc_type, exc_value, tb)
+        finally: self._run_fit_exit(self._fp_depths.pop())
+    _fit_restoring._fp_wrapped = True
+    Learner.fit,Learner.__enter__,Learner.__exit__ = _fit_restoring,_enter_restoring,_exit_restoring
 
 # %% ../nbs/00_core.ipynb #da43228c
 class _WallClock(Callback):
