@@ -1,4 +1,4 @@
-"""`from fastperf.all import *` brings in every public name of fastperf.
+"""`from fastperf.all import *` brings in every public name of fastperf (import it after fastai's, so `CastToTensor` is fastperf's).
 
 Docs: https://fastperf.github.io/fastperf/all.html.md"""
 
@@ -7,11 +7,23 @@ Docs: https://fastperf.github.io/fastperf/all.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../nbs/99_all.ipynb #2b32b885
-from . import core, data, cast
+# %% ../nbs/99_all.ipynb #d2408fcc
+import importlib
 from .core import *
 from .data import *
 from .cast import *
+from .channelslast import *
+from .cudnn import *
+from .precision import *
+from .compiler import *
+from .timer import *
+from .pipeline import *
+from .optim import *
+from .profile import *
+from .recommend import *
+from .distributed import *
+from .bench import *
 
-# %% ../nbs/99_all.ipynb #37df343f
-__all__ = [name for mod in (core, data, cast) for name in mod.__all__]
+# %% ../nbs/99_all.ipynb #08a4d9bc
+_modules = 'core data cast channelslast cudnn precision compiler timer pipeline optim profile recommend distributed bench'.split()
+__all__ = [name for mod in _modules for name in importlib.import_module(f'fastperf.{mod}').__all__]
