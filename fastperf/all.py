@@ -24,6 +24,7 @@ from .recommend import *
 from .distributed import *
 from .bench import *
 
-# %% ../nbs/99_all.ipynb #08a4d9bc
+# %% ../nbs/99_all.ipynb #eac146a0
 _modules = 'core data cast channelslast cudnn precision compiler timer pipeline optim profile recommend distributed bench'.split()
-__all__ = [name for mod in _modules for name in importlib.import_module(f'fastperf.{mod}').__all__]
+__all__ = [name for mod in _modules for name in importlib.import_module(f'fastperf.{mod}').__all__ if name!='main']
+del main # `fastperf-bench`'s entry point stays in `fastperf.bench`

@@ -130,19 +130,19 @@ class _ToChannelsLast(Callback):
     def before_fit(self): self.learn.model.to(memory_format=torch.channels_last)
     def before_batch(self): self.learn.xb = tuple(x.contiguous(memory_format=torch.channels_last) for x in self.xb)
 
-# %% ../nbs/02_cast.ipynb #a2422ef7
+# %% ../nbs/02_cast.ipynb #8bde0930
 class _PlainBatch(fastai.data.transforms.DisplayedTransform):
     "Batch transform: hand the loop plain tensors, as if the data were not fastai's"
     order = 100
-    def encodes(self, x:Tensor): return x.as_subclass(Tensor)
+    def encodes(self, x:Tensor)->Tensor: return x.as_subclass(Tensor) # the annotation stops fastai re-wrapping the output
 
-# %% ../nbs/02_cast.ipynb #71341c6f
+# %% ../nbs/02_cast.ipynb #4bd28b2c
 def cast_benchmark(arch=None, # Model factory taking `num_classes` (default: torchvision's resnet18)
                    size:int=64, # Image size
                    bs:int=32, # Batch size
-                   steps:int=10, # Timed steps per measurement
-                   warmup:int=2, # Untimed steps before each measurement
-                   rounds:int=2, # Interleaved repetitions; the median is kept
+                   steps:int=15, # Timed steps per measurement
+                   warmup:int=3, # Untimed steps before each measurement
+                   rounds:int=3, # Interleaved repetitions; the median is kept
                    device=None, # Device (default: fastai's `default_device()`)
                   ):
     "img/s of a fastai fit with and without casting subclasses, in NCHW and channels-last, as a DataFrame"

@@ -96,7 +96,7 @@ def small_cnn(n_out:int=10, # Classes
     return nn.Sequential(ConvLayer(c_in, nf, stride=2), ConvLayer(nf, nf*2, stride=2), ConvLayer(nf*2, nf*4, stride=2),
                          nn.AdaptiveAvgPool2d(1), Flatten(), nn.Linear(nf*4, n_out))
 
-# %% ../nbs/01_data.ipynb #0f02c2fc
+# %% ../nbs/01_data.ipynb #694fbea9
 def digits_accuracy(cbs=None, # Callbacks to train with (the features under test)
                     epochs:int=5, # Epochs of one-cycle training
                     lr:float=1e-2, # Peak learning rate
@@ -107,6 +107,7 @@ def digits_accuracy(cbs=None, # Callbacks to train with (the features under test
     "Valid accuracy of `model` trained on the digits with `cbs`: the quality check for speed features"
     from fastai.learner import Learner
     from fastai.metrics import accuracy
+    import fastai.callback.schedule, fastai.callback.progress # `fit_one_cycle`, `no_bar`
     from fastai.torch_core import set_seed
     set_seed(seed, reproducible=True)
     dls = ifnone(dls, digits_dls())

@@ -20,7 +20,7 @@ from .precision import AutoMixedPrecision, cpu_has_bf16
 # %% auto #0
 __all__ = ['recommended_cbs']
 
-# %% ../nbs/11_recommend.ipynb #d8fed9e5
+# %% ../nbs/11_recommend.ipynb #6136e616
 def _learner_device(learn)->torch.device:
     "The device the Learner will train on: its DataLoaders' (fastai moves the model there when a fit starts), else the model's"
     d = getattr(learn.dls, 'device', None)
@@ -37,22 +37,21 @@ def recommended_cbs(learn:Learner, compile:bool=False)->list:
             res.append((ChannelsLast(), "convolutional model: NHWC is the layout of cuDNN's tensor-core kernels"))
             res.append((CudnnBenchmark(), "convolutional model on CUDA: cuDNN picks the fastest algorithm per input shape (one-off warm-up per shape)"))
     elif dev.type=='cpu':
-        if cpu_has_bf16():
-            res.append((AutoMixedPrecision('bf16'), "the CPU has avx512_bf16/AMX: bf16 autocast trained faster than fp32 in fastperf's CPU benchmark"))
-            if conv: res.append((ChannelsLast(), "convolutional model with bf16: channels-last added to bf16's gain in fastperf's CPU benchmark"))
+        if cpu_has_bf16() and conv:
+            res.append((AutoMixedPrecision('bf16'), "convolutional model on a CPU with avx512_bf16/AMX: bf16 autocast trained faster than fp32 in fastperf's CPU benchmark"))
+            res.append((ChannelsLast(), "convolutional model with bf16: together they were the fastest combination in fastperf's CPU benchmark"))
     if compile:
         from fastperf.compiler import Compile
         res.append((Compile(), "asked for: torch.compile (a warm-up of seconds to minutes before steady state)"))
     return res
 
-# %% ../nbs/11_recommend.ipynb #b96791d5
+# %% ../nbs/11_recommend.ipynb #a3fa6b66
 def _skipped(learn, compile)->list:
     dev,conv = _learner_device(learn),has_conv(learn.model)
     res = []
     if dev.type=='cpu':
-        if not cpu_has_bf16(): res.append("no mixed precision: this CPU has no avx512_bf16/AMX, so bf16 autocast would be emulated")
-        if not conv: res.append("no ChannelsLast: the model has no 2D/3D convolution")
-        elif not cpu_has_bf16(): res.append("no ChannelsLast: it helps on CPU together with bf16, which this CPU lacks")
+        if not conv: res.append("no mixed precision or ChannelsLast: the model has no 2D/3D convolution (bf16 was within noise of fp32 for a conv-less model on CPU; channels-last does nothing for it)")
+        elif not cpu_has_bf16(): res.append("no mixed precision or ChannelsLast: this CPU has no avx512_bf16/AMX, so bf16 autocast would be emulated (channels-last helps on CPU together with bf16)")
         if not compile: res.append("no Compile: on CPU it trained slower in fastperf's measurements, after 13-26 s of compiling")
     elif dev.type=='cuda':
         if not conv: res.append("no ChannelsLast or CudnnBenchmark: the model has no 2D/3D convolution")

@@ -70,7 +70,8 @@ def test_failures_become_rows(tmp_path):
     assert 'forced failure' in p.stdout
 
 BAD = [['--models','resnet19'], ['--models','nosuchpkg.mod:fn'], ['--steps','-1'], ['--warmup','-2'], ['--features','turbo'],
-       ['--precision','fp8'], ['--compile-modes','fastest'], ['--bs','0'], ['--mode','fast'], ['--device','tpu'], ['--size','abc']]
+       ['--precision','fp8'], ['--compile-modes','fastest'], ['--bs','0'], ['--mode','fast'], ['--device','tpu'], ['--size','abc'],
+       ['--nproc','0'], ['--nproc','-1'], ['--nproc','2','--mode','infer']]
 
 def test_bad_arguments_exit_2(tmp_path, capsys):
     from fastperf.bench import main
@@ -84,3 +85,34 @@ def test_bad_arguments_exit_2(tmp_path, capsys):
     p = run_cli('--models', 'resnet19', '--out', tmp_path/'never')  # the installed command, once
     assert p.returncode==2 and 'fastperf-bench: error: unknown model' in p.stderr, p.stderr[-2000:]
     assert not (tmp_path/'never').exists()
+
+DDP_MODELS = '''
+import os
+from fastperf.data import small_cnn
+def ddp_broken():
+    "Builds in one process, fails in a DDP process"
+    if int(os.environ.get('WORLD_SIZE', '1'))>1: raise RuntimeError("forced DDP failure")
+    return small_cnn()
+'''
+
+def test_nproc_scaling(tmp_path):
+    (tmp_path/'ddpmodels.py').write_text(DDP_MODELS)
+    out = tmp_path/'ddp'
+    args = ('--quick', '--nproc', 2, '--models', 'small_cnn', 'ddpmodels:ddp_broken', '--features', 'none', '--out', out, '--no-plots')
+    p = run_cli(*args, cwd=tmp_path)
+    assert p.returncode==0, p.stderr[-3000:]
+    df = pd.read_csv(out/'results.csv')
+    assert list(df.columns)==list(bench_columns) and len(df)==2
+    r = df.set_index('model').loc['small_cnn']
+    assert pd.isna(r.ddp_error) and pd.isna(r.error), (r.ddp_error, r.error)
+    assert r.nproc==2 and r.ddp_backend=='gloo' and r.ddp_threads>=1 and r.key.endswith('|nproc=2')
+    assert r.single_samples_per_sec>0 and r.global_samples_per_sec>0
+    assert 0 < r.scaling_efficiency <= 1.5, r.scaling_efficiency
+    assert abs(r.scaling_efficiency - r.global_samples_per_sec/(2*r.single_samples_per_sec)) < 1e-9
+    b = df.set_index('model').loc['ddpmodels:ddp_broken']  # the DDP run failed: an error row, the single-process loops still measured
+    assert 'forced DDP failure' in b.ddp_error and pd.isna(b.global_samples_per_sec) and b.samples_per_sec>0
+    assert 'scaling_efficiency' in p.stdout and 'forced DDP failure' in p.stdout
+    p = run_cli(*args, cwd=tmp_path)  # resume: both rows are done, nothing runs again
+    assert p.returncode==0, p.stderr[-3000:]
+    df2 = pd.read_csv(out/'results.csv')
+    assert len(df2)==2 and (df2.global_samples_per_sec.fillna(-1)==df.global_samples_per_sec.fillna(-1)).all()

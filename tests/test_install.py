@@ -21,7 +21,9 @@ def test_dependency_ranges():
 def test_public_api():
     import fastperf, fastperf.all as fa
     from fastai.learner import Learner
-    for name in ('CastToTensor', 'cast_to_tensor', 'synthetic_dls', 'digits_dls', 'env_info', 'measure_fit'):
+    for name in ('CastToTensor', 'cast_to_tensor', 'synthetic_dls', 'digits_dls', 'env_info', 'measure_fit', 'ChannelsLast',
+                 'CudnnBenchmark', 'AutoMixedPrecision', 'Compile', 'ThroughputTimer', 'tune_workers', 'ram_cache', 'SyncDebug',
+                 'Profiler', 'run_distributed', 'bench'):
         assert name in fa.__all__ and hasattr(fa, name), name
     assert fa.CastToTensor.__module__=='fastperf.cast'
     assert fastperf.__version__==metadata('fastperf')['Version']

@@ -74,6 +74,10 @@ def build(out=None, readme=True):
         body = re.sub(r'(<body[^>]*>)', lambda m: m.group(1)+head, body, count=1).replace('</body>', '</main></body>', 1)
         if cfg.doc_url: body = body.replace(cfg.doc_url, '')  # links between pages stay inside the offline site
         (out/name).write_text(body.replace('</head>', _css+'</head>', 1))
+    for f in proc.rglob('*'): # files the notebooks show (plots, results), at the same relative paths
+        rel = f.relative_to(proc)
+        if f.is_file() and f.suffix not in ('.ipynb', '.yml', '.yaml', '.py') and not any(p[0] in '._' for p in rel.parts):
+            (out/rel).parent.mkdir(parents=True, exist_ok=True); shutil.copy2(f, out/rel)
     if readme and 'index.html' in nbs:
         nb,title,desc = nbs['index.html']
         md,_ = MarkdownExporter(config=c, exclude_input_prompt=True, exclude_output_prompt=True).from_notebook_node(nb)
