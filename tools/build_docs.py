@@ -46,6 +46,8 @@ def _clean(nb):
             if md: o['data']['text/markdown'] = _re_qlink.sub(r'<a href="\2" target="_blank" style="\3">\1</a>', md)
     return nb
 
+_re_style = re.compile(r'<style[^>]*>.*?</style>', re.S)
+
 def _code(s): return re.sub(r'`([^`]+)`', r'<code>\1</code>', s)
 
 def _pages(proc):
@@ -66,6 +68,7 @@ def build(out=None, readme=True):
     from traitlets.config import Config
     c = Config(); c.TagRemovePreprocessor.remove_input_tags = {'remove_input'}; c.TagRemovePreprocessor.enabled = True
     exporter = HTMLExporter(config=c, template_name='lab', exclude_input_prompt=True, exclude_output_prompt=True)
+    pages = {}
     for name,(nb,title,desc) in nbs.items():
         nav = ''.join(f'<a href="{n}"{" class=fp-here" if n==name else ""}>{html.escape(t)}</a>' for n,(_,t,_) in nbs.items())
         body,_ = exporter.from_notebook_node(nb, resources=dict(metadata=dict(name=f'{title} - fastperf')))
@@ -73,7 +76,14 @@ def build(out=None, readme=True):
                f'<h1>{html.escape(title)}</h1>' + (f'<p class="fp-desc">{_code(html.escape(desc))}</p>' if desc else '')
         body = re.sub(r'(<body[^>]*>)', lambda m: m.group(1)+head, body, count=1).replace('</body>', '</main></body>', 1)
         if cfg.doc_url: body = body.replace(cfg.doc_url, '')  # links between pages stay inside the offline site
-        (out/name).write_text(body.replace('</head>', _css+'</head>', 1))
+        pages[name] = body.replace('</head>', _css+'</head>', 1)
+    # nbconvert inlines the same stylesheets into every page: keep one copy, shared by all pages
+    styles = [set(_re_style.findall(b)) for b in pages.values()]
+    common = [st for st in _re_style.findall(next(iter(pages.values()))) if all(st in ss for ss in styles)]
+    (out/'site.css').write_text('\n'.join(re.sub(r'^<style[^>]*>|</style>$', '', st) for st in common))
+    for name,body in pages.items():
+        for i,st in enumerate(common): body = body.replace(st, '<link rel="stylesheet" href="site.css">' if i==0 else '', 1)
+        (out/name).write_text(body)
     for f in proc.rglob('*'): # files the notebooks show (plots, results), at the same relative paths
         rel = f.relative_to(proc)
         if f.is_file() and f.suffix not in ('.ipynb', '.yml', '.yaml', '.py') and not any(p[0] in '._' for p in rel.parts):
