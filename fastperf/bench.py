@@ -470,7 +470,7 @@ def plot_throughput(df:pd.DataFrame, # Rows of a sweep
     if fname: fig.savefig(fname, dpi=100)
     return fig
 
-# %% ../nbs/13_bench.ipynb #4482a8eb
+# %% ../nbs/13_bench.ipynb #cbb8495e
 def feature_interactions(df:pd.DataFrame)->pd.DataFrame:
     "Speedup of switching each feature on, for every context of the other features held fixed (fastai and plain PyTorch loops)"
     df,rows = df[df.samples_per_sec.notna() | df.vanilla_samples_per_sec.notna()],[]
@@ -486,6 +486,14 @@ def feature_interactions(df:pd.DataFrame)->pd.DataFrame:
                 rows.append(dict(model=model, mode=mode, bs=bs, feature=_name(a, key[i]), context=ctx,
                                  speedup=r.samples_per_sec/off.samples_per_sec, vanilla_speedup=r.vanilla_samples_per_sec/off.vanilla_samples_per_sec))
     return pd.DataFrame(rows, columns=['model','mode','bs','feature','context','speedup','vanilla_speedup'])
+
+_TICKS = (0.1, 0.2, 0.25, 0.33, 0.5, 0.67, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 4, 5, 10, 20, 50, 100)
+def _speed_ticks(xs, most=7):
+    "Speedup ticks for a log axis that spans `xs`: round factors inside the data's range (a log axis alone labels only 1x there), at most `most`"
+    lo,hi = (min(xs.min(), 1), max(xs.max(), 1)) if len(xs) else (1, 1)
+    ts = [t for t in _TICKS if lo/1.02<=t<=hi*1.02] or [1]
+    while len(ts)>most: ts = sorted({*ts[::2], 1})  # thin out, keeping 1x
+    return ts
 
 def plot_interactions(df:pd.DataFrame, # Rows of a sweep
                       fname=None, # Save the figure here
@@ -503,6 +511,7 @@ def plot_interactions(df:pd.DataFrame, # Rows of a sweep
         ax.scatter(d.speedup, y+0.1, label='fastai+fastperf', zorder=3)
         ax.scatter(d.vanilla_speedup, y-0.1, marker='x', label='plain PyTorch', zorder=3)
         ax.axvline(1, color='gray', lw=1); ax.set_xscale('log')
+        ax.set_xticks(_speed_ticks(pd.concat([d.speedup, d.vanilla_speedup]).dropna()))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v,_: f'{v:g}x')); ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_yticks(range(len(feats))); ax.set_yticklabels(feats, fontsize=8); ax.set_ylim(-0.6, len(feats)-0.4)
         ax.set_xlabel('speedup from switching the feature on'); ax.set_title(f"{model}, {mode}", fontsize=10)
@@ -629,7 +638,7 @@ def bench(models:list=None, # Models: fastperf built-ins, torchvision names or '
     df.attrs['out'] = str(out)
     return df[df.key.isin(keys)].reset_index(drop=True)
 
-# %% ../nbs/13_bench.ipynb #1f156ecd
+# %% ../nbs/13_bench.ipynb #9f8318ed
 def _parser()->argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='fastperf-bench', description="Sweep speed features (subclass inputs, channels-last, precision, "
         "cudnn.benchmark, torch.compile, inference mode) on your models: the fastai+fastperf loop against plain PyTorch, "
@@ -679,3 +688,6 @@ def main(argv=None):
         for k in ('error','vanilla_error','ddp_error','warning','note'):
             if isinstance(r[k], str) and r[k]: print(f"{r['model']} {r['mode']} {r['features']}: {k.replace('_',' ')}: {r[k]}")
     print(f"\nResults in {df.attrs['out']}/ (results.csv, results.json, throughput.png, interactions.png)")
+    if len(df) and df.samples_per_sec.isna().all() and df.vanilla_samples_per_sec.isna().all():
+        print(f"fastperf-bench: every configuration failed ({len(df)}); the errors are above and in results.csv", file=sys.stderr)
+        sys.exit(1)  # a sweep with no measurement is a failed run, for scripts and CI

@@ -43,7 +43,7 @@ def device_peak_flops(device_name:str, # Name as `torch.cuda.get_device_name()` 
         if re.search(pat, device_name, re.I): return peaks[dtype]*1e12 if dtype in peaks else None
     return None
 
-# %% ../nbs/07_timer.ipynb #ddeeae67
+# %% ../nbs/07_timer.ipynb #13658e95
 PHASES = ('data','to_device','batch_tfms','forward','loss','backward','optimizer','rest')
 # Boundary slots of a step: 0 start, 1 copy starts, 2 copy done, 3 before_batch (first cb), 4 before_batch (last cb),
 # 5 after_pred (last cb), 6 after_loss (last cb), 7 after_backward (first cb), 8 after_batch/after_cancel_batch (first cb), 9 end
@@ -68,6 +68,10 @@ def _table(rows):
     q1,med,q3 = np.percentile(a, [25,50,75], axis=0)
     mean = a.mean(0)
     return pd.DataFrame(dict(mean_ms=mean, median_ms=med, iqr_ms=q3-q1, share=mean/mean[-1]), index=pd.Index([*PHASES,'step'], name='phase'))
+
+def _table_value(v:float):
+    "`v` as fastai's training table shows it: whole numbers from 100 up (fastai prints floats with 6 decimals, which would run into the next column), else 2 decimals"
+    return v if math.isnan(v) else int(round(v)) if abs(v)>=100 else round(v, 2)
 
 class _FastCallback(Callback):
     "A `Callback` that looks events up on its class only (fastai's lookup of an event a callback lacks falls through to the Learner and the model: ~15 µs)"
@@ -107,7 +111,7 @@ class _TimerLast(_FastCallback):
     def after_step(self): self.timer._stepped()
     def after_batch(self): self.timer._end_step()
 
-# %% ../nbs/07_timer.ipynb #0d70adf9
+# %% ../nbs/07_timer.ipynb #4292d2c4
 class ThroughputTimer(_FastCallback):
     "Time each training step by phase, report steady-state samples/s apart from warm-up and validation, at no per-step sync"
     order = 55 # after Recorder (50) sets the column names, before ProgressCallback (60) prints them
@@ -287,7 +291,7 @@ class ThroughputTimer(_FastCallback):
         s = self._s
         if not self._col or rec is None or s is None: return
         sps = s.global_epoch_sps if s.global_epoch_sps else s.epoch_sps # global (summed over ranks) when gathered
-        rec.log.append(round(sps[-1], 2) if len(sps)==s.epoch+1 else float('nan'))
+        rec.log.append(_table_value(sps[-1]) if len(sps)==s.epoch+1 else float('nan'))
 
     def _start_valid(self):
         s = self._s

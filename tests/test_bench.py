@@ -68,6 +68,10 @@ def test_failures_become_rows(tmp_path):
     o = df.loc['usermodels:oom']
     assert o.bs==8 and o.bs_used==4 and 'out of memory at bs=8' in o.note and pd.isna(o.error) and o.samples_per_sec>0
     assert 'forced failure' in p.stdout
+    p = run_cli('--models', 'usermodels:broken', '--features', 'none', '--bs', 8, '--steps', 2, '--warmup', 1,
+                '--out', tmp_path/'none', '--no-plots', cwd=tmp_path)
+    assert p.returncode==1 and 'every configuration failed' in p.stderr, (p.returncode, p.stderr[-2000:])  # no number at all: a failed run
+    assert 'forced failure' in pd.read_csv(tmp_path/'none'/'results.csv').error[0]
 
 BAD = [['--models','resnet19'], ['--models','nosuchpkg.mod:fn'], ['--steps','-1'], ['--warmup','-2'], ['--features','turbo'],
        ['--precision','fp8'], ['--compile-modes','fastest'], ['--bs','0'], ['--mode','fast'], ['--device','tpu'], ['--size','abc'],

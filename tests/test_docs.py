@@ -24,6 +24,17 @@ def test_pages_built(site):
         text = (site/page).read_text()
         for w in words: assert w in text, f"{w!r} not in {page}"
     assert 'data:image/png' in (site/'data.html').read_text(), "the data page lost its plots"
+    for page in names:  # training tables as a terminal leaves them: no progress-bar redraws, no fastprogress markers
+        assert '█' not in (site/page).read_text(), f"progress-bar text on {page}"
+    assert 'epoch     train_loss' in (site/'index.html').read_text()
+
+def test_terminal_text():
+    sys.path.insert(0, str(ROOT/'tools'))
+    from build_docs import _terminal
+    bar = '█\repoch     train_loss  time    \n█\r\rEpoch 1/1 : |█████-----| 50.00% [1/2 00:00<00:00]\rEpoch 1/1 :     \r0         1.25    00:01     \n'
+    assert _terminal(bar)=='epoch     train_loss  time\n0         1.25    00:01\n'
+    assert _terminal(' |████------| 40.00% [2/5 00:01<00:02]') == ''  # a bar caught mid-redraw
+    assert _terminal('plain line\n') == 'plain line\n'
 
 def _browser(*args):
     exe = _chromium()

@@ -41,10 +41,27 @@ def _clean(nb):
         dirs = [l for l in lines if l.startswith('#|')]
         if any(re.match(r'#\|\s*echo:\s*false', d) for d in dirs): c.metadata.setdefault('tags', []).append('remove_input')
         c.source = '\n'.join(l for l in lines if not l.startswith('#|')).strip()
+        outs = []
         for o in c.get('outputs', []):
+            if o.get('output_type')=='stream':
+                o['text'] = _terminal(o['text'])
+                if not o['text'].strip(): continue
+            outs.append(o)
             md = o.get('data', {}).get('text/markdown')
             if md: o['data']['text/markdown'] = _re_qlink.sub(r'<a href="\2" target="_blank" style="\3">\1</a>', md)
+        if 'outputs' in c: c.outputs = outs
     return nb
+
+# A third-party import warning that says nothing about fastperf (torchvision/fastai importing torch.jit.script)
+_re_noise = re.compile(r'^\S+\.py:\d+: FutureWarning: `torch\.jit\.script` is deprecated.*\n\s+warnings\.warn\(.*$\n?', re.M)
+
+_re_bar = re.compile(r'\|[█-]+\|\s+[\d.]+% \[\d+/\d+')  # a progress bar caught mid-redraw (it clears itself when done)
+
+def _terminal(text:str)->str:
+    "What a terminal would show of `text`: each line as its last carriage return left it (fastprogress bars redraw a line "
+    "with `\\r`), fastprogress's '█' line markers and blank redraws dropped, known third-party import noise removed"
+    lines = [l.rsplit('\r', 1)[-1] for l in _re_noise.sub('', text).split('\n')]
+    return '\n'.join(l.rstrip() for l in lines if l.strip(' █') and not _re_bar.search(l))+('\n' if text.endswith('\n') else '')
 
 _re_style = re.compile(r'<style[^>]*>.*?</style>', re.S)
 
