@@ -9,6 +9,7 @@ their saved outputs) and nbconvert to render each processed notebook to HTML, wi
 The notebooks' saved outputs (tables, plots) are what the pages show: run `nbdev-test --save` first to refresh them.
 With Quarto installed, `nbdev-docs` still builds the usual nbdev site from the same notebooks."""
 import argparse, html, re, shutil, sys, yaml
+from jinja2 import DictLoader
 from pathlib import Path
 import nbformat
 from nbconvert import HTMLExporter, MarkdownExporter
@@ -63,6 +64,11 @@ def _terminal(text:str)->str:
     lines = [l.rsplit('\r', 1)[-1] for l in _re_noise.sub('', text).split('\n')]
     return '\n'.join(l.rstrip() for l in lines if l.strip(' █') and not _re_bar.search(l))+('\n' if text.endswith('\n') else '')
 
+# nbconvert's lab page without its head scripts: require.js, MathJax and Mermaid load from a CDN (an offline site cannot)
+# and serve widgets, maths and diagrams, which no fastperf notebook has; their ~450 inline lines would repeat on every page
+_page_template = """{%- extends 'index.html.j2' -%}
+{% block html_head_js %}{% endblock %}{% block html_head_js_mathjax %}{% endblock %}{% block html_head_js_mermaidjs %}{% endblock %}"""
+
 _re_style = re.compile(r'<style[^>]*>.*?</style>', re.S)
 
 def _code(s): return re.sub(r'`([^`]+)`', r'<code>\1</code>', s)
@@ -84,7 +90,8 @@ def build(out=None, readme=True):
     out.mkdir(parents=True, exist_ok=True)
     from traitlets.config import Config
     c = Config(); c.TagRemovePreprocessor.remove_input_tags = {'remove_input'}; c.TagRemovePreprocessor.enabled = True
-    exporter = HTMLExporter(config=c, template_name='lab', exclude_input_prompt=True, exclude_output_prompt=True)
+    exporter = HTMLExporter(config=c, template_name='lab', extra_loaders=[DictLoader({'fastperf.html.j2': _page_template})],
+                            template_file='fastperf.html.j2', exclude_input_prompt=True, exclude_output_prompt=True)
     pages = {}
     for name,(nb,title,desc) in nbs.items():
         nav = ''.join(f'<a href="{n}"{" class=fp-here" if n==name else ""}>{html.escape(t)}</a>' for n,(_,t,_) in nbs.items())
