@@ -14,9 +14,10 @@ from fastcore.basics import *
 from .core import env_info, device_sync, measure_fit
 
 # %% auto #0
-__all__ = ['builtin_models', 'bench_features', 'bench_baseline', 'bench_columns', 'tiny_vit', 'check_model', 'bench_model',
-           'default_sweep', 'quick_sweep', 'bench_configs', 'bench_learner', 'run_loop', 'plot_throughput',
-           'feature_interactions', 'plot_interactions', 'bench', 'main']
+__all__ = ['builtin_models', 'bench_features', 'bench_baseline', 'bench_opt_hypers', 'bench_optimizer', 'bench_columns',
+           'tiny_vit', 'check_model', 'bench_model', 'default_sweep', 'quick_sweep', 'bench_configs', 'bench_opt',
+           'bench_learner', 'run_loop', 'ratio_interval', 'distinguishable', 'plot_throughput', 'feature_interactions',
+           'plot_interactions', 'format_table', 'summary', 'compare_runs', 'bench', 'main']
 
 # %% ../nbs/13_bench.ipynb #227ebbc8
 def tiny_vit(size:int=32, # Image size (a multiple of 8)
@@ -77,21 +78,21 @@ bench_baseline = dict(subclass=False, channels_last=False, precision='fp32', cud
 _aliases = dict(cast='subclass', cudnn='cudnn_benchmark', channelslast='channels_last', amp='precision')
 _modes = ('train','infer','both')
 
-# %% ../nbs/13_bench.ipynb #8c5d6a71
+# %% ../nbs/13_bench.ipynb #3d51bdc8
 def default_sweep(device=None)->dict:
     "The sweep `fastperf-bench` runs with no arguments on `device`: small models and images on a CPU, resnet50 and vit_b_16 at 224px on a GPU"
     device = torch.device(device if device is not None else ('cuda' if torch.cuda.is_available() else 'cpu'))
     if device.type=='cuda':
         return dict(models=['resnet50','vit_b_16'], bs=[64], size=224, features=['subclass','channels_last','precision','compile'],
-                    precision=['fp32','bf16'], compile_modes=['default'], mode='train', steps=20, warmup=5)
+                    precision=['fp32','bf16'], compile_modes=['default'], mode='train', steps=20, warmup=5, budget=600, min_rounds=5)
     # 64px: at 32px a resnet18's layers are too small for bf16 kernels to pay off on CPU (measured: bf16 0.70x at 32px)
     return dict(models=['resnet18','tiny_vit'], bs=[32], size=64, features=['subclass','channels_last','precision'],
-                precision=['fp32','bf16'], compile_modes=['default'], mode='train', steps=10, warmup=5)
+                precision=['fp32','bf16'], compile_modes=['default'], mode='train', steps=6, warmup=3, budget=150, min_rounds=4)
 
 def quick_sweep(device=None)->dict:
     "A CI-sized sweep (a couple of minutes on 2 CPU cores): two tiny models at 32px, a few steps, no compile"
     return dict(models=['small_cnn','tiny_vit'], bs=[32], size=32, features=['subclass','precision'], precision=['fp32','bf16'],
-                compile_modes=['default'], mode='train', steps=5, warmup=2)
+                compile_modes=['default'], mode='train', steps=5, warmup=2, budget=45, min_rounds=3)
 
 # %% ../nbs/13_bench.ipynb #83f5c417
 def _config_key(c:dict)->str:
@@ -145,7 +146,7 @@ def bench_configs(models:list, # Model names
                     res.append(c)
     return res
 
-# %% ../nbs/13_bench.ipynb #0dbbccf3
+# %% ../nbs/13_bench.ipynb #23b5c02e
 class _PlainImages(torch.utils.data.Dataset):
     "The synthetic images and labels of `fastperf.data.synthetic_dls`, as plain tensors for the vanilla loop"
     def __init__(self, idxs, size, n_classes=10):
@@ -158,6 +159,14 @@ class _PlainImages(torch.utils.data.Dataset):
 
 _dtypes = dict(bf16=torch.bfloat16, fp16=torch.float16)
 
+bench_opt_hypers = dict(lr=1e-3, betas=(0.9,0.99), eps=1e-5, weight_decay=0.01) # fastai's `Adam` defaults, in torch's names
+bench_optimizer = "torch AdamW (foreach), fastai's Adam hyper-parameters, both loops"
+
+def bench_opt(params, lr=1e-3):
+    "The optimizer of the fastai loop: fastperf's `TorchOptimizer` over torch's `AdamW` (foreach), the update rule and kernel of the vanilla loop's"
+    from fastperf.optim import fast_opt
+    return fast_opt('adam', impl='foreach')(params, lr)
+
 # %% ../nbs/13_bench.ipynb #a845ff45
 def _window_stats(times, samples, t_start):
     "Throughput, step median and IQR from the timestamps `times` (window ends synced), as `measure_fit` computes them"
@@ -167,27 +176,31 @@ def _window_stats(times, samples, t_start):
     return dict(samples_per_sec=samples/secs, step_ms_median=1000*statistics.median(dts), step_ms_iqr=1000*(q[2]-q[0]),
                 seconds=secs, warmup_s=times[0]-t_start, samples=samples)
 
-# %% ../nbs/13_bench.ipynb #37540b8d
-def _run_vanilla(c, device):
-    "Time the plain PyTorch loop for configuration `c`"
+# %% ../nbs/13_bench.ipynb #55a957af
+def _batches(dl):
+    "Batches of `dl`, epoch after epoch (a fresh iterator, so a fresh shuffle, each epoch)"
+    while True: yield from dl
+
+def _vanilla_loop(c, device):
+    "Build the plain PyTorch loop of configuration `c`; return `window(warmup, steps)`, which times `steps` steps after `warmup` untimed ones"
     from fastai.torch_core import TensorImage
     import fastperf.data # imported before the clock starts, as in the fastai loop
-    t_start = time.perf_counter()
     torch.manual_seed(0)
     model = bench_model(c['model'], c['size']).to(device)
     if c['channels_last']: model = model.to(memory_format=torch.channels_last)
     if c['cudnn_benchmark']: torch.backends.cudnn.benchmark = True
     fwd = torch.compile(model, mode=None if c['compile']=='default' else c['compile']) if c['compile']!='none' else model
-    train,n = c['mode']=='train',c['bs']*(c['warmup']+c['steps'])
+    train,n = c['mode']=='train',c['bs']*(max(c['warmup'],1)+c['steps'])
     dl = torch.utils.data.DataLoader(_PlainImages(range(n), c['size']), batch_size=c['bs'], shuffle=train, drop_last=train, num_workers=0)
     dtype = _dtypes.get(c['precision'])
     loss_fn = nn.CrossEntropyLoss()
     if train:
         model.train()
-        opt = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9,0.99), eps=1e-5, weight_decay=0.01) # fastai's Adam defaults
+        ps = list(model.parameters()) # fastai's default: no weight decay on biases and norm layers (1-d parameters here)
+        groups = [dict(params=[p for p in ps if p.ndim>1]), dict(params=[p for p in ps if p.ndim<=1], weight_decay=0.)]
+        opt = torch.optim.AdamW([g for g in groups if g['params']], foreach=True, **bench_opt_hypers) # the fastai loop's `bench_opt`: the same kernel
         scaler = torch.amp.GradScaler(device.type, enabled=c['precision']=='fp16')
     else: model.eval()
-    outs = []
     def step(x, y):
         x,y = x.to(device, non_blocking=True).float().div_(255),y.to(device, non_blocking=True)
         if c['subclass']: x = x.as_subclass(TensorImage) # the input a model gets from fastai without a cast
@@ -197,22 +210,28 @@ def _run_vanilla(c, device):
             if train: loss = loss_fn(out, y)
         if train:
             scaler.scale(loss).backward(); scaler.step(opt); scaler.update(); opt.zero_grad(set_to_none=True)
-        else: outs.append(out)
         return len(y)
-    ctx = torch.enable_grad() if train else torch.no_grad() if c['grad_mode']=='no_grad' else torch.inference_mode()
-    times,samples = [],0
-    with ctx:
-        for i,(x,y) in enumerate(dl):
-            if i==0 and c['warmup']==0: device_sync(device); times.append(time.perf_counter())
-            k = step(x, y)
-            if i+1<c['warmup']: continue
-            if i+1==c['warmup']: device_sync(device); times.append(time.perf_counter()); continue
-            samples += k
-            last = i+1==c['warmup']+c['steps']
-            if last: device_sync(device)
-            times.append(time.perf_counter())
-            if last: break
-    return _window_stats(times, samples, t_start)
+    def window(warmup, steps):
+        t_start,times,samples = time.perf_counter(),[],0
+        ctx = torch.enable_grad() if train else torch.no_grad() if c['grad_mode']=='no_grad' else torch.inference_mode()
+        with ctx:
+            if warmup==0: device_sync(device); times.append(time.perf_counter())
+            for i,(x,y) in zip(range(warmup+steps), _batches(dl)):
+                k = step(x, y)
+                if i<warmup:
+                    if i+1==warmup: device_sync(device); times.append(time.perf_counter())
+                    continue
+                samples += k
+                if i+1==warmup+steps: device_sync(device)
+                times.append(time.perf_counter())
+        return _window_stats(times, samples, t_start)
+    return window
+
+def _run_vanilla(c, device):
+    "Time the plain PyTorch loop for configuration `c`: build it, then one window of `warmup` + `steps` steps"
+    t_start = time.perf_counter()
+    r = _vanilla_loop(c, device)(c['warmup'], c['steps'])
+    return dict(r, warmup_s=time.perf_counter()-t_start-r['seconds'])
 
 # %% ../nbs/13_bench.ipynb #57e9acf3
 def _feature_cbs(c)->list:
@@ -250,7 +269,7 @@ class _InferClock(Callback):
         if self.i>self.warmup+self.steps: return
         self.times.append(self._now() if self.i==self.warmup+self.steps else time.perf_counter())
 
-# %% ../nbs/13_bench.ipynb #a4511275
+# %% ../nbs/13_bench.ipynb #878ba141
 def bench_learner(c:dict, # A configuration from `bench_configs`
                   nproc:int=1, # Processes that will share its training set (DDP): each rank still gets `warmup+steps` batches
                   device=None, # Device of the batches (default: the configuration's; in a CUDA DDP process, that process's GPU)
@@ -261,40 +280,45 @@ def bench_learner(c:dict, # A configuration from `bench_configs`
     if device is None:
         device = torch.device(c['device'])
         if device.type=='cuda' and device.index is None: device = torch.device('cuda', torch.cuda.current_device())
-    train,n = c['mode']=='train',c['bs']*(c['warmup']+c['steps'])
+    train,n = c['mode']=='train',c['bs']*(max(c['warmup'],1)+c['steps'])
     dls = synthetic_dls(n_train=n*nproc if train else c['bs'], n_valid=c['bs'] if train else n, size=c['size'], bs=c['bs'], device=device)
     torch.manual_seed(0)
-    learn = Learner(dls, bench_model(c['model'], c['size']), cbs=_feature_cbs(c))
+    learn = Learner(dls, bench_model(c['model'], c['size']), opt_func=bench_opt, cbs=_feature_cbs(c))
     if c['subclass']: learn.remove_cbs([cb for cb in learn.cbs if type(cb).__name__=='CastToTensor'])
     return learn
 
-# %% ../nbs/13_bench.ipynb #239d4ca4
-def _run_fastai(c, device):
-    "Time the fastai+fastperf loop for configuration `c`"
+# %% ../nbs/13_bench.ipynb #c7ad666f
+def _fastai_loop(c, device):
+    "Build the fastai+fastperf loop of configuration `c`; return `window(warmup, steps)` and the callbacks it uses"
     import fastai.callback.progress # Learner.no_bar
-    t_start = time.perf_counter()
     train = c['mode']=='train'
     learn = bench_learner(c, device=device)
-    dls = learn.dls
     extra = [f"{type(cb).__module__.split('.')[0]}.{type(cb).__name__}" for cb in learn.cbs
              if type(cb).__name__ not in ('TrainEvalCallback','Recorder','ProgressCallback')]
-    with learn.no_bar(), learn.no_logging():
-        if train:
-            r = measure_fit(learn, steps=c['steps'], warmup=c['warmup'], lr=1e-3)
-            r['warmup_s'] = time.perf_counter()-t_start-r['seconds']
-        else:
-            clock = _InferClock(c['steps'], c['warmup'], device)
+    def window(warmup, steps):
+        t_start = time.perf_counter()
+        with learn.no_bar(), learn.no_logging():
+            if train: return measure_fit(learn, steps=steps, warmup=warmup, lr=1e-3)
+            clock = _InferClock(steps, warmup, device)
             ctx = torch.inference_mode() if c['grad_mode']=='inference_mode' else torch.no_grad()
-            with ctx: learn.get_preds(dl=dls.valid, cbs=clock)
-            if len(clock.times)<c['steps']+1: raise RuntimeError(f"only {len(clock.times)-1} of {c['steps']} timed steps ran")
-            r = _window_stats(clock.times, clock.samples, t_start)
-    r['fastai_cbs'] = ','.join(extra)
-    if c.get('accuracy'):
-        from fastperf.data import digits_accuracy, digits_dls
-        import fastai.callback.schedule # Learner.fit_one_cycle, which digits_accuracy uses
-        acc_cbs = _feature_cbs(c)
-        r['accuracy'] = digits_accuracy(cbs=acc_cbs, epochs=int(c['accuracy']), model=bench_model(c['model'], 32),
-                                        dls=digits_dls(size=32, device=device))
+            with ctx: learn.get_preds(dl=learn.dls.valid, cbs=clock)
+            if len(clock.times)<steps+1: raise RuntimeError(f"only {len(clock.times)-1} of {steps} timed steps ran")
+            return _window_stats(clock.times, clock.samples, t_start)
+    return window, dict(fastai_cbs=','.join(extra))
+
+def _accuracy(c, device):
+    "Valid accuracy on the digits after training `c['accuracy']` epochs with the features of `c`"
+    from fastperf.data import digits_accuracy, digits_dls
+    import fastai.callback.schedule # Learner.fit_one_cycle, which digits_accuracy uses
+    return digits_accuracy(cbs=_feature_cbs(c), epochs=int(c['accuracy']), model=bench_model(c['model'], 32), dls=digits_dls(size=32, device=device))
+
+def _run_fastai(c, device):
+    "Time the fastai+fastperf loop for configuration `c`: build it, then one window of `warmup` + `steps` steps"
+    t_start = time.perf_counter()
+    window,info = _fastai_loop(c, device)
+    r = window(c['warmup'], c['steps'])
+    r = dict(r, warmup_s=time.perf_counter()-t_start-r['seconds'], **info)
+    if c.get('accuracy'): r['accuracy'] = _accuracy(c, device)
     return r
 
 # %% ../nbs/13_bench.ipynb #34cbbc3f
@@ -313,45 +337,108 @@ def run_loop(c:dict, # A configuration from `bench_configs`
                    traceback=traceback.format_exc()[-3000:])
     return res
 
-# %% ../nbs/13_bench.ipynb #e958863d
+# %% ../nbs/13_bench.ipynb #5df902e3
 _MARK = '@@fastperf-bench-result@@'
 
-def _worker():
-    "Entry point of the subprocess: run the loop named in the JSON argument, print the marked result"
+def _err(e)->dict:
+    return dict(error=f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"[:500], oom=_is_oom(e),
+                traceback=traceback.format_exc()[-3000:])
+
+def _serve():
+    "Entry point of a worker process: build one loop on `setup`, time one window per `window`, stop on `quit`"
     args = json.loads(sys.argv[1])
     if args.get('threads'): torch.set_num_threads(args['threads'])
-    r = run_loop(args['config'], args['loop'])
-    print(_MARK + json.dumps(r, default=str), flush=True)
+    c,loop = args['config'],args['loop']
+    device,window = torch.device(c['device']),None
+    say = lambda r: print(_MARK + json.dumps(r, default=str), flush=True)
+    for line in sys.stdin:
+        cmd = line.strip()
+        if cmd=='quit': break
+        try:
+            if cmd=='setup':
+                t0 = time.perf_counter()
+                window,info = _fastai_loop(c, device) if loop=='fastai' else (_vanilla_loop(c, device), {})
+                window(c['warmup'], c['steps'])  # the warm-up window: first batches, allocator growth, compile; not kept
+                info.update(warmup_s=time.perf_counter()-t0, env=env_info(device))
+                if loop=='fastai' and c.get('accuracy'): info['accuracy'] = _accuracy(c, device)
+                say(info)
+            elif cmd=='window': say(window(1, c['steps']))  # 1 untimed step: the DataLoader's start stays out of the window
+            else: say(dict(error=f"unknown command {cmd!r}", oom=False))
+        except Exception as e: say(_err(e))
+
+class _Worker:
+    "The parent's handle on one worker process: `ask` sends a command and waits (at most `timeout` s) for its answer"
+    def __init__(self, c:dict, loop:str, threads:int=None, timeout:float=900):
+        import tempfile, threading, queue
+        store_attr('c,loop,timeout'); self.error,self.q = None,queue.Queue()
+        code = 'from fastperf.bench import _serve; _serve()'
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd()] + [p for p in os.environ.get('PYTHONPATH','').split(os.pathsep) if p]))
+        env.setdefault('PYTHONWARNINGS', 'ignore')
+        self.stderr = tempfile.TemporaryFile(mode='w+')
+        self.p = subprocess.Popen([sys.executable, '-c', code, json.dumps(dict(config=c, loop=loop, threads=threads))], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env, bufsize=1)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for l in self.p.stdout:
+            if l.startswith(_MARK): self.q.put(json.loads(l[len(_MARK):]))
+        self.q.put(None)  # the process ended
+
+    def ask(self, cmd:str)->dict:
+        import queue
+        if self.error: return dict(error=self.error, oom=False)
+        try: self.p.stdin.write(cmd+'\n'); self.p.stdin.flush()
+        except OSError: pass  # it died: the reader says so
+        try: r = self.q.get(timeout=self.timeout)
+        except queue.Empty: r = dict(error=f"timed out after {self.timeout:.0f} s", oom=False)
+        if r is None:
+            self.p.wait(); self.stderr.seek(0)
+            tail = self.stderr.read().strip().splitlines()[-1:] or ['no output']
+            r = dict(error=f"worker exited with code {self.p.returncode}: {tail[0][:400]}", oom=False)
+        if r.get('error'): self.error = r['error']; self.close()
+        return r
+
+    def close(self):
+        if self.p.poll() is None:
+            try: self.p.stdin.write('quit\n'); self.p.stdin.flush(); self.p.wait(30)
+            except Exception: self.p.kill(); self.p.wait()
+        self.stderr.close()
 
 def _subprocess_loop(c:dict, loop:str, timeout:float=900, threads:int=None)->dict:
-    "Run one loop of `c` in a fresh Python process"
-    code = 'import sys; from fastperf.bench import _worker; _worker()'
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd()] + [p for p in os.environ.get('PYTHONPATH','').split(os.pathsep) if p]))
-    env.setdefault('PYTHONWARNINGS', 'ignore')
-    try: p = subprocess.run([sys.executable, '-c', code, json.dumps(dict(config=c, loop=loop, threads=threads))],
-                            capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired: return dict(error=f"timed out after {timeout:.0f} s", oom=False)
-    for l in reversed(p.stdout.splitlines()):
-        if l.startswith(_MARK): return json.loads(l[len(_MARK):])
-    tail = (p.stderr or p.stdout).strip().splitlines()[-1:] or ['no output']
-    return dict(error=f"worker exited with code {p.returncode}: {tail[0][:400]}", oom=False)
+    "Set up one loop of `c` in a fresh worker and time one window (a single measurement, as `run_loop` in a subprocess)"
+    w = _Worker(c, loop, threads, timeout)
+    info = w.ask('setup')
+    r = info if info.get('error') else dict(info, **w.ask('window'))
+    w.close()
+    return r
 
-# %% ../nbs/13_bench.ipynb #aedc4747
+# %% ../nbs/13_bench.ipynb #c7994f7b
 bench_columns = {
     'key': "unique id of the configuration (resuming skips keys already in the CSV)",
     'model': "model name or import path", 'mode': "train or infer", 'bs': "batch size asked for", 'size': "image size",
     'subclass': "inputs reach the model as fastai tensor subclasses", 'channels_last': "channels-last memory format",
     'precision': "fp32, bf16 or fp16 (autocast)", 'cudnn_benchmark': "cudnn.benchmark on", 'compile': "torch.compile mode, or none",
     'grad_mode': "grad (training), no_grad or inference_mode", 'features': "the features that differ from the baseline",
-    'samples_per_sec': "fastai loop: samples per second over the timed window",
+    'samples_per_sec': "fastai loop: samples per second, geometric mean over the rounds' timed windows",
+    'samples_per_sec_lo': "fastai loop: 95% interval of samples_per_sec, low end", 'samples_per_sec_hi': "fastai loop: 95% interval, high end",
     'step_ms_median': "fastai loop: median step time (ms)", 'step_ms_iqr': "fastai loop: interquartile range of step times (ms)",
     'spread': "fastai loop: IQR / median", 'warmup_s': "fastai loop: seconds before the timed window (setup, warm-up, compile)",
-    'vanilla_samples_per_sec': "plain PyTorch loop: samples per second", 'vanilla_step_ms_median': "plain PyTorch loop: median step (ms)",
+    'vanilla_samples_per_sec': "plain PyTorch loop: samples per second (geometric mean over the rounds)",
+    'vanilla_samples_per_sec_lo': "plain PyTorch loop: 95% interval, low end", 'vanilla_samples_per_sec_hi': "plain PyTorch loop: 95% interval, high end",
+    'vanilla_step_ms_median': "plain PyTorch loop: median step (ms)",
     'vanilla_step_ms_iqr': "plain PyTorch loop: IQR of steps (ms)", 'vanilla_spread': "plain PyTorch loop: IQR / median",
     'vanilla_warmup_s': "plain PyTorch loop: seconds before the timed window",
-    'vs_vanilla': "samples_per_sec / vanilla_samples_per_sec (1.0: fastai as fast as plain PyTorch)",
-    'speedup': "samples_per_sec / the baseline row's (fp32, NCHW, plain tensors, no extras; same model, mode, bs, size)",
-    'vanilla_speedup': "the same for the plain PyTorch loop",
+    'vs_vanilla': "fastai loop / plain PyTorch loop, geometric mean of the per-round ratios (1.0: fastai as fast as plain PyTorch; same optimizer)",
+    'vs_vanilla_lo': "95% interval of vs_vanilla, low end", 'vs_vanilla_hi': "95% interval of vs_vanilla, high end",
+    'vs_vanilla_distinct': "the vs_vanilla interval excludes 1.0: the two loops' speeds differ beyond the noise",
+    'speedup': "samples_per_sec / the baseline row's (fp32, NCHW, plain tensors, no extras; same model, mode, bs, size), per-round ratios as for vs_vanilla",
+    'speedup_lo': "95% interval of speedup, low end", 'speedup_hi': "95% interval of speedup, high end",
+    'speedup_distinct': "the speedup interval excludes 1.0: the features' effect on the fastai loop is beyond the noise",
+    'vanilla_speedup': "the same for the plain PyTorch loop", 'vanilla_speedup_lo': "95% interval, low end", 'vanilla_speedup_hi': "95% interval, high end",
+    'vanilla_speedup_distinct': "the vanilla_speedup interval excludes 1.0",
+    'rounds': "interleaved rounds measured (one timed window per loop per round)",
+    'unstable': "an interval of this row is wider than 5% (hi/lo > 1.05): a re-run may differ by more than 5%",
+    'optimizer': "optimizer of both loops",
     'nproc': "fastai loop, DDP: processes (--nproc; empty: not measured, as for inference rows)",
     'ddp_threads': "fastai loop, DDP: torch threads per process, the same in the single-process run it is compared with",
     'ddp_backend': "fastai loop, DDP: process group backend (nccl on GPUs, gloo on CPUs)",
@@ -362,12 +449,16 @@ bench_columns = {
     'bs_used': "batch size measured (smaller than bs after an out-of-memory retry)",
     'note': "out-of-memory retries", 'warning': "large spread: the timing is noisy", 'error': "the fastai loop's error",
     'vanilla_error': "the plain PyTorch loop's error", 'ddp_error': "the DDP scaling measurement's error", 'fastai_cbs': "callbacks of the fastai loop beyond fastai's training basics",
-    'steps': "timed steps", 'warmup': "warm-up steps", 'seconds': "wall-clock seconds the configuration took (all its processes)",
+    'steps': "timed steps per window", 'warmup': "warm-up steps before the first window (1 untimed step before each later window)", 'seconds': "wall-clock seconds the configuration took (all its processes)",
     'device': "device", 'device_name': "GPU or CPU model", 'torch': "torch version", 'cuda': "CUDA version",
     'cudnn': "cuDNN version", 'fastai': "fastai version", 'python': "Python version", 'threads': "torch threads",
+    'load_avg': "1-minute load average of the machine when the row's rounds ended (other processes compete for a CPU)",
+    'run_id': "the sweep run that measured the row (rows of one run are paired round by round)",
+    'round_samples_per_sec': "fastai loop: samples/s of each round's window, space-separated",
+    'vanilla_round_samples_per_sec': "plain PyTorch loop: samples/s of each round's window",
 }
 
-# %% ../nbs/13_bench.ipynb #12a8c642
+# %% ../nbs/13_bench.ipynb #8d3e348a
 def _err_line(e)->str:
     "One line for exception `e`: its first line, or the last line of the traceback a DDP process raised"
     lines = [l for l in str(e).strip().splitlines() if l.strip()] or ['']
@@ -387,47 +478,150 @@ def _run_ddp(c:dict, nproc:int, threads:int=None, timeout:float=900)->dict:
     return dict(res, ddp_backend=r['backend'], single_samples_per_sec=r['single_samples_per_sec'],
                 global_samples_per_sec=r['global_samples_per_sec'], scaling_efficiency=r['efficiency'])
 
-def _run_config(c:dict, timeout:float=900, spread_warn:float=0.25, threads:int=None)->dict:
-    "Measure both loops of `c`, each in a fresh process, halving the batch size on out-of-memory, then its DDP scaling; one CSV row"
-    t0,bs,notes = time.perf_counter(),c['bs'],[]
-    while True:
-        cb = dict(c, bs=bs)
-        rf = _subprocess_loop(cb, 'fastai', timeout, threads)
-        rv = _subprocess_loop(cb, 'vanilla', timeout, threads)
-        if not (rf.get('oom') or rv.get('oom')) or bs==1: break
-        notes.append(f"out of memory at bs={bs} ({'fastai' if rf.get('oom') else 'vanilla'})")
-        bs //= 2
+def _close_all(ws):
+    for w in ws: w.close()
+
+def _rotation(slots:list, r:int, min_rounds:int)->list:
+    "The order of round `r`: `slots` rotated by `r` strides, so within `min_rounds` rounds every slot runs early, mid and late"
+    if not slots: return []
+    k = (r*max(1, len(slots)//max(1, min_rounds))) % len(slots)
+    return slots[k:]+slots[:k]
+
+def _measure_group(cfgs:list, budget:float, min_rounds:int=3, max_rounds:int=30, tol:float=0.05, threads:int=None,
+                   timeout:float=900, log=None)->tuple:
+    "Both loops of every configuration in `cfgs` (one comparison group), timed in interleaved rounds; the rows and the round orders"
+    log = log or noop
+    state = {}
+    first = {c['key']:{l:_Worker(c, l, threads, timeout) for l in ('fastai','vanilla')} for c in cfgs} # their imports overlap
+    for c in cfgs:  # set up one at a time, so warm-ups (and their warmup_s) never overlap
+        bs,notes = c['bs'],[]
+        while True:
+            ws = first.pop(c['key'], None) or {l:_Worker(dict(c, bs=bs), l, threads, timeout) for l in ('fastai','vanilla')}
+            info = {l:w.ask('setup') for l,w in ws.items()}
+            if not any(i.get('oom') for i in info.values()) or bs==1: break
+            notes.append(f"out of memory at bs={bs} ({'fastai' if info['fastai'].get('oom') else 'vanilla'})")
+            _close_all(ws.values()); bs //= 2
+        state[c['key']] = dict(c=c, bs=bs, notes=notes, ws=ws, info=info, wins={'fastai':[], 'vanilla':[]})
+    slots = [(k,l) for k,s in state.items() for l in ('fastai','vanilla')]
+    orders,t0,r = [],time.perf_counter(),0
+    while r<max_rounds:
+        live = [(k,l) for k,l in slots if not state[k]['ws'][l].error]
+        if not live: break
+        order = _rotation(live, r, min_rounds)
+        orders.append([f"{state[k]['c']['features']}/{l}" for k,l in order])
+        for k,l in order:
+            res = state[k]['ws'][l].ask('window')
+            if res.get('error'): state[k]['info'][l] = res
+            else: state[k]['wins'][l].append(res)
+        r += 1
+        rows = [_group_row(s) for s in state.values()]
+        widest = _widest(_add_speedups(pd.DataFrame(rows, columns=list(bench_columns))))
+        spent = time.perf_counter()-t0
+        log(f"  round {r}: {spent:.0f} s, widest interval {widest:.1%}" if math.isfinite(widest) else f"  round {r}: {spent:.0f} s")
+        if r>=min_rounds and (widest<=tol or spent*(r+1)/r>budget): break
+    for s in state.values(): _close_all(s['ws'].values())
+    return [_group_row(s) for s in state.values()], orders
+
+def _widest(df:pd.DataFrame)->float:
+    "The widest relative interval (hi/lo - 1) among the rows' throughputs and ratios"
+    w = [df[p+'_hi']/df[p+'_lo']-1 for p in ('samples_per_sec','vanilla_samples_per_sec','speedup','vanilla_speedup','vs_vanilla')]
+    w = pd.concat(w).dropna()
+    return float(w.max()) if len(w) else float('nan')
+
+def _group_row(s:dict)->dict:
+    "The CSV row of one configuration from its setup answers and timed windows"
+    c = s['c']
     row = {k:c.get(k) for k in bench_columns}
-    row.update(bs_used=bs, note='; '.join(notes) + (f"; retried with bs={bs}" if notes else ''))
-    for pre,r in (('', rf), ('vanilla_', rv)):
-        row[pre+'error'] = r.get('error')
-        if 'samples_per_sec' in r:
-            for k in ('samples_per_sec','step_ms_median','step_ms_iqr','warmup_s'): row[pre+k] = r[k]
-            row[pre+'spread'] = r['step_ms_iqr']/r['step_ms_median'] if r['step_ms_median'] else float('nan')
+    row.update(bs_used=s['bs'], note='; '.join(s['notes']) + (f"; retried with bs={s['bs']}" if s['notes'] else ''),
+               optimizer=bench_optimizer if c['mode']=='train' else None, run_id=c.get('run_id'), load_avg=os.getloadavg()[0], nproc=None)
+    for pre,l in (('', 'fastai'), ('vanilla_', 'vanilla')):
+        info,wins = s['info'][l],s['wins'][l]
+        row[pre+'error'] = info.get('error')
+        if wins and not info.get('error'):
+            sps = [w['samples_per_sec'] for w in wins]
+            row[pre+'samples_per_sec'],row[pre+'samples_per_sec_lo'],row[pre+'samples_per_sec_hi'] = ratio_interval(sps)
+            row[pre+'round_samples_per_sec'] = ' '.join(f"{x:.10g}" for x in sps)
+            row[pre+'step_ms_median'] = statistics.median(w['step_ms_median'] for w in wins)
+            row[pre+'step_ms_iqr'] = statistics.median(w['step_ms_iqr'] for w in wins)
+            row[pre+'spread'] = row[pre+'step_ms_iqr']/row[pre+'step_ms_median'] if row[pre+'step_ms_median'] else float('nan')
+            row[pre+'warmup_s'] = info.get('warmup_s')
+    rf,rv = s['info']['fastai'],s['info']['vanilla']
     row['fastai_cbs'],row['accuracy'] = rf.get('fastai_cbs'),rf.get('accuracy')
-    row['nproc'] = None
-    if c.get('nproc',1)>1 and c['mode']=='train':
-        if rf.get('error'): row.update(nproc=c['nproc'], ddp_error="not run: the single-process fastai loop failed")
-        else: row.update(_run_ddp(dict(c, bs=bs), c['nproc'], threads, timeout))
+    row['rounds'] = min(len(s['wins']['fastai']), len(s['wins']['vanilla'])) or max(len(s['wins']['fastai']), len(s['wins']['vanilla']))
     env = rf.get('env') or rv.get('env') or {}
     for k in ('device','device_name','torch','cuda','cudnn','fastai','python','threads'): row[k] = env.get(k, row.get(k))
-    if row.get('samples_per_sec') and row.get('vanilla_samples_per_sec'): row['vs_vanilla'] = row['samples_per_sec']/row['vanilla_samples_per_sec']
-    noisy = [f"{n} loop IQR {row[p+'spread']:.0%} of median" for n,p in (('fastai',''),('vanilla','vanilla_'))
-             if row.get(p+'spread') is not None and row[p+'spread']>spread_warn]
-    row['warning'] = ('large spread: ' + ', '.join(noisy)) if noisy else None
-    row['seconds'] = time.perf_counter()-t0
+    noisy = [f"{n} loop step IQR {row[p+'spread']:.0%} of median" for n,p in (('fastai',''),('vanilla','vanilla_'))
+             if row.get(p+'spread') is not None and row[p+'spread']>0.25]
+    row['warning'] = ('large spread within windows: ' + ', '.join(noisy)) if noisy else None
     return row
 
-# %% ../nbs/13_bench.ipynb #b2fe6e52
+# %% ../nbs/13_bench.ipynb #c33f737e
+def ratio_interval(num, # Per-round values of the numerator (samples/s)
+                   den=None, # Per-round values of the denominator, paired with `num` (None: the interval of `num` itself)
+                   paired:bool=True, # `num[i]` and `den[i]` were measured in the same round (else: two independent samples)
+                   conf:float=0.95, # Confidence level
+                  )->tuple:
+    "Geometric mean of `num/den` and its `conf` interval (a Student-t interval on the logs): `(estimate, lo, hi)`; lo, hi are NaN with fewer than 2 rounds"
+    from scipy import stats
+    a = np.log(np.asarray(num, float))
+    if den is None: d = a
+    else:
+        b = np.log(np.asarray(den, float))
+        if paired:
+            if len(a)!=len(b): raise ValueError(f"paired ratios need as many rounds on both sides, got {len(a)} and {len(b)}")
+            d = a-b
+    if den is not None and not paired:
+        est,(na,nb) = a.mean()-b.mean(),(len(a),len(b))
+        if min(na,nb)<2: return float(np.exp(est)), math.nan, math.nan
+        va,vb = a.var(ddof=1)/na,b.var(ddof=1)/nb
+        se = math.sqrt(va+vb)
+        df = (va+vb)**2/(va**2/(na-1)+vb**2/(nb-1)) if va+vb>0 else na+nb-2  # Welch-Satterthwaite
+    else:
+        if len(d)==0: return math.nan, math.nan, math.nan
+        est = d.mean()
+        if len(d)<2: return float(np.exp(est)), math.nan, math.nan
+        se,df = d.std(ddof=1)/math.sqrt(len(d)),len(d)-1
+    h = float(stats.t.ppf((1+conf)/2, df))*se
+    return float(np.exp(est)), float(np.exp(est-h)), float(np.exp(est+h))
+
+def distinguishable(lo, hi)->bool:
+    "Whether the interval `lo..hi` excludes 1.0 (NaN: not known, so not distinguishable)"
+    return bool((lo>1) or (hi<1)) if pd.notna(lo) and pd.notna(hi) else False
+
+# %% ../nbs/13_bench.ipynb #42e00216
 _group = ['model','mode','bs','size','steps','warmup','device']
+_stable_width = 0.05  # widest interval (hi/lo - 1) of a stable row
+
+def _rounds(x)->list:
+    return [float(v) for v in x.split()] if isinstance(x, str) and x.strip() else []
 
 def _add_speedups(df:pd.DataFrame)->pd.DataFrame:
+    "Fill speedup, vanilla_speedup, vs_vanilla, their intervals and flags, and `unstable`, from the per-round throughputs"
     df = df.copy()
-    for pre in ('','vanilla_'):
-        base = df[df.features=='baseline'].groupby(_group)[pre+'samples_per_sec'].first().rename('_base')
-        m = df.join(base, on=_group)
-        df[pre+'speedup'] = (m[pre+'samples_per_sec']/m['_base']).values
-    df['vs_vanilla'] = df.samples_per_sec/df.vanilla_samples_per_sec
+    base = {k:d.iloc[0] for k,d in df[df.features=='baseline'].groupby(_group, sort=False)}
+    cols = {k:[] for k in ('speedup','vanilla_speedup','vs_vanilla')}
+    for _,r in df.iterrows():
+        b = base.get(tuple(r[g] for g in _group))
+        for pre in ('','vanilla_'):
+            out = (math.nan,)*3
+            if b is not None and pd.notna(r[pre+'samples_per_sec']) and pd.notna(b[pre+'samples_per_sec']):
+                x,y = _rounds(r[pre+'round_samples_per_sec']),_rounds(b[pre+'round_samples_per_sec'])
+                if x and y:
+                    paired = r['run_id']==b['run_id'] and len(x)==len(y) and pd.notna(r['run_id'])
+                    out = ratio_interval(x, y, paired=paired)
+                else: out = (r[pre+'samples_per_sec']/b[pre+'samples_per_sec'], math.nan, math.nan)
+            cols[pre+'speedup'].append(out)
+        x,y = _rounds(r['round_samples_per_sec']),_rounds(r['vanilla_round_samples_per_sec'])
+        if x and y: out = ratio_interval(x, y, paired=len(x)==len(y))
+        elif pd.notna(r['samples_per_sec']) and pd.notna(r['vanilla_samples_per_sec']): out = (r['samples_per_sec']/r['vanilla_samples_per_sec'], math.nan, math.nan)
+        else: out = (math.nan,)*3
+        cols['vs_vanilla'].append(out)
+    for k,v in cols.items():
+        v = np.array(v, float).reshape(-1, 3)
+        df[k],df[k+'_lo'],df[k+'_hi'] = v[:,0],v[:,1],v[:,2]
+        df[k+'_distinct'] = [distinguishable(lo, hi) for lo,hi in v[:,1:]]
+    widths = pd.concat([df[p+'_hi']/df[p+'_lo']-1 for p in ('samples_per_sec','vanilla_samples_per_sec','speedup','vanilla_speedup','vs_vanilla')], axis=1)
+    df['unstable'] = (widths.max(axis=1)>_stable_width) | (widths.isna().all(axis=1) & (df.samples_per_sec.notna() | df.vanilla_samples_per_sec.notna()))
     return df
 
 # %% ../nbs/13_bench.ipynb #eb051c15
@@ -445,12 +639,13 @@ def _solo_effects(d:pd.DataFrame)->dict:
         if len(s)==1 and pd.notna(r.speedup): eff[_name(*s[0])] = r.speedup
     return eff
 
-# %% ../nbs/13_bench.ipynb #1cc0039f
+# %% ../nbs/13_bench.ipynb #03f8f1fb
 def plot_throughput(df:pd.DataFrame, # Rows of a sweep
                     fname=None, # Save the figure here
                    ):
     "Throughput of every configuration, one panel per model and mode, coloured by the dominant feature"
     import matplotlib.pyplot as plt
+    df = df.reindex(columns=list(dict.fromkeys(list(df.columns)+list(bench_columns))))
     df = df[df.samples_per_sec.notna() | df.vanilla_samples_per_sec.notna()]
     groups = list(df.groupby(['model','mode'], sort=False))
     if not groups: return None
@@ -460,20 +655,27 @@ def plot_throughput(df:pd.DataFrame, # Rows of a sweep
     for ax,((model,mode),d) in zip(axs[:,0], groups):
         eff,d = _solo_effects(d),d.sort_values('samples_per_sec', na_position='first')
         dom = [max((_name(*s) for s in _switches(r)), key=lambda n: abs(math.log(eff.get(n, 1))), default='baseline') for _,r in d.iterrows()]
-        ax.barh(range(len(d)), d.samples_per_sec, color=[colors[n] for n in dom])
-        ax.scatter(d.vanilla_samples_per_sec, range(len(d)), marker='|', color='k', s=120, zorder=3, label='plain PyTorch')
-        ax.set_yticks(range(len(d))); ax.set_yticklabels([f + (' (fastai loop failed)' if pd.isna(v) else '') for f,v in zip(d.features, d.samples_per_sec)], fontsize=8)
-        ax.set_title(f"{model}, {mode}: samples/s (bar: fastai+fastperf, tick: plain PyTorch)", fontsize=10)
-        for n in dict.fromkeys(dom): ax.barh([0], [0], color=colors[n], label=f"dominant: {n}")
+        real = [n=='baseline' or bool(s) for n,s in zip(dom, d.speedup_distinct.fillna(False))]
+        err = lambda p: [(d[p]-d[p+'_lo']).fillna(0).clip(lower=0), (d[p+'_hi']-d[p]).fillna(0).clip(lower=0)]
+        ax.barh(range(len(d)), d.samples_per_sec, xerr=err('samples_per_sec'), capsize=2,
+                color=[colors[n] if ok else (0.88,0.88,0.88,1) for n,ok in zip(dom, real)], edgecolor=['none' if ok else '0.6' for ok in real])
+        ax.errorbar(d.vanilla_samples_per_sec, range(len(d)), xerr=err('vanilla_samples_per_sec'), fmt='|', color='k', ms=12, capsize=2,
+                    zorder=3, label='plain PyTorch')
+        lab = lambda r: r.features + (' (fastai loop failed)' if pd.isna(r.samples_per_sec) else '' if r.features=='baseline' or r.speedup_distinct
+                                      else ' (speedup not distinguishable)')
+        ax.set_yticks(range(len(d))); ax.set_yticklabels([lab(r) for _,r in d.iterrows()], fontsize=8)
+        ax.set_title(f"{model}, {mode}: samples/s, 95% intervals (bar: fastai+fastperf, tick: plain PyTorch; grey: speedup not distinguishable from 1x)", fontsize=9)
+        for n in dict.fromkeys(n for n,ok in zip(dom, real) if ok): ax.barh([0], [0], color=colors[n], label=f"dominant: {n}")
         ax.legend(fontsize=7, loc='center left', bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     if fname: fig.savefig(fname, dpi=100)
     return fig
 
-# %% ../nbs/13_bench.ipynb #cbb8495e
+# %% ../nbs/13_bench.ipynb #15b0dd2e
 def feature_interactions(df:pd.DataFrame)->pd.DataFrame:
     "Speedup of switching each feature on, for every context of the other features held fixed (fastai and plain PyTorch loops)"
-    df,rows = df[df.samples_per_sec.notna() | df.vanilla_samples_per_sec.notna()],[]
+    df,rows = df.reindex(columns=list(dict.fromkeys(list(df.columns)+list(bench_columns)))),[]
+    df = df[df.samples_per_sec.notna() | df.vanilla_samples_per_sec.notna()]
     axes = list(bench_features)+['grad_mode']
     for (model,mode,bs),d in df.groupby(['model','mode','bs'], sort=False):
         idx = {tuple(r[a] for a in axes):r for _,r in d.iterrows()}
@@ -483,9 +685,14 @@ def feature_interactions(df:pd.DataFrame)->pd.DataFrame:
                 off = idx.get(key[:i]+(bench_baseline[a],)+key[i+1:])
                 if off is None: continue
                 ctx = _label(dict(r.to_dict(), **{a:bench_baseline[a]}))
-                rows.append(dict(model=model, mode=mode, bs=bs, feature=_name(a, key[i]), context=ctx,
-                                 speedup=r.samples_per_sec/off.samples_per_sec, vanilla_speedup=r.vanilla_samples_per_sec/off.vanilla_samples_per_sec))
-    return pd.DataFrame(rows, columns=['model','mode','bs','feature','context','speedup','vanilla_speedup'])
+                row = dict(model=model, mode=mode, bs=bs, feature=_name(a, key[i]), context=ctx)
+                for pre in ('','vanilla_'):
+                    x,y = _rounds(r[pre+'round_samples_per_sec']),_rounds(off[pre+'round_samples_per_sec'])
+                    if x and y: est,lo,hi = ratio_interval(x, y, paired=r['run_id']==off['run_id'] and len(x)==len(y))
+                    else: est,lo,hi = r[pre+'samples_per_sec']/off[pre+'samples_per_sec'],math.nan,math.nan
+                    row.update({pre+'speedup':est, pre+'speedup_lo':lo, pre+'speedup_hi':hi, pre+'speedup_distinct':distinguishable(lo, hi)})
+                rows.append(row)
+    return pd.DataFrame(rows, columns=['model','mode','bs','feature','context']+[p+s for p in ('','vanilla_') for s in ('speedup','speedup_lo','speedup_hi','speedup_distinct')])
 
 _TICKS = (0.1, 0.2, 0.25, 0.33, 0.5, 0.67, 0.8, 0.9, 1, 1.1, 1.25, 1.5, 2, 3, 4, 5, 10, 20, 50, 100)
 def _speed_ticks(xs, most=7):
@@ -508,24 +715,96 @@ def plot_interactions(df:pd.DataFrame, # Rows of a sweep
     for ax,((model,mode),d) in zip(axs[0], groups):
         feats = list(dict.fromkeys(d.feature))
         y = d.feature.map({f:i for i,f in enumerate(feats)})
-        ax.scatter(d.speedup, y+0.1, label='fastai+fastperf', zorder=3)
-        ax.scatter(d.vanilla_speedup, y-0.1, marker='x', label='plain PyTorch', zorder=3)
+        for pre,dy,mk,lab,col in (('',0.1,'o','fastai+fastperf','C0'), ('vanilla_',-0.1,'x','plain PyTorch','C1')):
+            for ok in (True, False):
+                e = d[d[pre+'speedup_distinct']==ok]
+                if not len(e): continue
+                err = [(e[pre+'speedup']-e[pre+'speedup_lo']).fillna(0).clip(lower=0), (e[pre+'speedup_hi']-e[pre+'speedup']).fillna(0).clip(lower=0)]
+                ax.errorbar(e[pre+'speedup'], e.feature.map({f:i for i,f in enumerate(feats)})+dy, xerr=err, fmt=mk, capsize=2, zorder=3,
+                            color=col if ok else '0.7', label=lab if ok else f"{lab}: interval includes 1x")
         ax.axvline(1, color='gray', lw=1); ax.set_xscale('log')
-        ax.set_xticks(_speed_ticks(pd.concat([d.speedup, d.vanilla_speedup]).dropna()))
+        ax.set_xticks(_speed_ticks(pd.concat([d.speedup, d.vanilla_speedup, d.speedup_lo, d.speedup_hi, d.vanilla_speedup_lo, d.vanilla_speedup_hi]).dropna()))
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v,_: f'{v:g}x')); ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_yticks(range(len(feats))); ax.set_yticklabels(feats, fontsize=8); ax.set_ylim(-0.6, len(feats)-0.4)
         ax.set_xlabel('speedup from switching the feature on'); ax.set_title(f"{model}, {mode}", fontsize=10)
         ax.legend(fontsize=7)
-    fig.suptitle('Each feature with the others held fixed (one dot per context)', fontsize=10)
+    fig.suptitle('Each feature with the others held fixed (one dot per context, 95% interval; grey: not distinguishable from 1x)', fontsize=10)
     fig.tight_layout()
     if fname: fig.savefig(fname, dpi=100)
     return fig
 
-# %% ../nbs/13_bench.ipynb #2f6f6852
+# %% ../nbs/13_bench.ipynb #41f0eeab
+def _num(v, fmt='.0f')->str: return '' if pd.isna(v) else format(v, fmt)
+
+def _ratio(r, k)->str:
+    "'1.23 [1.10-1.35]' for column `k` of row `r`"
+    if pd.isna(r[k]): return ''
+    return f"{r[k]:.2f}" + (f" [{r[k+'_lo']:.2f}-{r[k+'_hi']:.2f}]" if pd.notna(r[k+'_lo']) else " [no interval]")
+
+def _verdict(r, k)->str:
+    if pd.isna(r[k]): return ''
+    if k!='vs_vanilla' and r['features']=='baseline': return 'reference'
+    return ('faster' if r[k+'_lo']>1 else 'slower') if r[k+'_distinct'] else 'unclear'
+
+def _line(r)->str:
+    "One line for a finished configuration"
+    head = f"{r['model']} {r['mode']} bs={r['bs_used'] if pd.notna(r['bs_used']) else r['bs']} {r['features']}:"
+    if pd.isna(r['samples_per_sec']) and pd.isna(r['vanilla_samples_per_sec']): return f"{head} failed: {r['error']}"
+    return (f"{head} fastai {_num(r['samples_per_sec'])} samples/s, plain {_num(r['vanilla_samples_per_sec'])}, speedup {_ratio(r, 'speedup')} "
+            f"{_verdict(r, 'speedup')}, vs_vanilla {_ratio(r, 'vs_vanilla')} {_verdict(r, 'vs_vanilla')}, {_num(r['rounds'], '.0f')} rounds"
+            + (" UNSTABLE" if r['unstable'] else ''))
+
+def format_table(df:pd.DataFrame, # Rows of a sweep
+                )->str:
+    "The sweep as a plain-text table: whole samples/s, ratios with their 95% interval and what the interval supports"
+    t = pd.DataFrame(dict(model=df.model, mode=df['mode'], bs=[int(u) if pd.notna(u) else int(b) for u,b in zip(df.bs_used, df.bs)], features=df.features,
+        **{'fastai/s': [_num(v) for v in df.samples_per_sec], 'plain/s': [_num(v) for v in df.vanilla_samples_per_sec],
+           'speedup [95%]': [_ratio(r, 'speedup') for _,r in df.iterrows()], 'effect': [_verdict(r, 'speedup') for _,r in df.iterrows()],
+           'vs_vanilla [95%]': [_ratio(r, 'vs_vanilla') for _,r in df.iterrows()], 'fastai vs plain': [_verdict(r, 'vs_vanilla') for _,r in df.iterrows()],
+           'rounds': [_num(v) for v in df.rounds], 'unstable': ['yes' if u else '' for u in df.unstable]}))
+    if 'accuracy' in df and df.accuracy.notna().any(): t['accuracy'] = [_num(v, '.3f') for v in df.accuracy]
+    if 'nproc' in df and df.nproc.notna().any():
+        t['nproc'],t['global/s'],t['scaling'] = [_num(v) for v in df.nproc],[_num(v) for v in df.global_samples_per_sec],[_num(v, '.2f') for v in df.scaling_efficiency]
+    return t.to_string(index=False)
+
+def summary(df:pd.DataFrame, # Rows of a sweep
+           )->str:
+    "What the sweep supports, per model and mode: the effects whose interval excludes 1.0, and the ones it cannot tell from 1.0"
+    lines = []
+    for (model,mode),d in df.groupby(['model','mode'], sort=False):
+        d = d[d.features!='baseline']
+        real = [f"{r.features} {_ratio(r, 'speedup')} ({_verdict(r, 'speedup')})" for _,r in d.iterrows() if r.speedup_distinct]
+        unclear = [r.features for _,r in d.iterrows() if not r.speedup_distinct and pd.notna(r.speedup)]
+        lines.append(f"{model} {mode}: " + ('; '.join(real) if real else 'no feature set changes the fastai loop\'s speed beyond the noise')
+                     + (f". Not distinguishable from 1.0: {', '.join(unclear)}" if unclear else ''))
+        vv = df[(df.model==model) & (df['mode']==mode) & df.vs_vanilla.notna()]
+        k = int(vv.vs_vanilla_distinct.sum())
+        if len(vv): lines.append(f"  fastai vs plain PyTorch (same optimizer): {vv.vs_vanilla.min():.2f}-{vv.vs_vanilla.max():.2f}x; "
+                                 f"distinguishable from 1.0 in {k} of {len(vv)} rows")
+    n = int(df.unstable.sum())
+    if n: lines.append(f"{n} row(s) unstable (an interval wider than 5%): re-run them before relying on them")
+    return '\n'.join(lines)
+
+def compare_runs(a:pd.DataFrame, # Rows of one run of a sweep
+                 b:pd.DataFrame, # Rows of the same sweep run again
+                 tol:float=0.05, # Relative difference allowed
+                )->pd.DataFrame:
+    "Row by row, how far run `b` lands from run `a` (b/a) on throughputs and ratios; `reproduced` when all are within `tol` or both runs flag the row"
+    cols = ['samples_per_sec','vanilla_samples_per_sec','speedup','vs_vanilla']
+    m = a[['key','model','features']+cols+['unstable']].merge(b[['key']+cols+['unstable']], on='key', suffixes=('','_2'))
+    res = m[['model','features']].copy()
+    for k in cols: res[k+' 1'],res[k+' 2'],res[k+' 2/1'] = m[k],m[k+'_2'],m[k+'_2']/m[k]
+    within = pd.concat([(res[k+' 2/1']-1).abs()<=tol for k in cols], axis=1).all(axis=1)
+    res['within_5%' if tol==0.05 else f'within_{tol:.0%}'] = within
+    res['flagged_unstable'] = m.unstable.astype(bool) | m.unstable_2.astype(bool)
+    res['reproduced'] = within | res.flagged_unstable
+    return res.reset_index(drop=True)
+
+# %% ../nbs/13_bench.ipynb #32911193
 def _as_list(x): return None if x is None else [x] if isinstance(x, (str,int)) else list(x)
 
 def _resolve(models=None, quick=False, bs=None, size=None, features=None, precision=None, compile_modes=None, mode=None,
-             steps=None, warmup=None, device=None, nproc=1)->dict:
+             steps=None, warmup=None, device=None, nproc=1, budget=None, min_rounds=None)->dict:
     "The sweep's settings, machine defaults filled in and every argument checked (`ValueError` with a clear message)"
     if device is not None:
         try: dev = torch.device(device)
@@ -535,7 +814,7 @@ def _resolve(models=None, quick=False, bs=None, size=None, features=None, precis
     dev = str(device if device is not None else ('cuda' if torch.cuda.is_available() else 'cpu'))
     s = (quick_sweep if quick else default_sweep)(dev)
     given = dict(models=_as_list(models), bs=_as_list(bs), size=size, features=_as_list(features), precision=_as_list(precision),
-                 compile_modes=_as_list(compile_modes), mode=mode, steps=steps, warmup=warmup)
+                 compile_modes=_as_list(compile_modes), mode=mode, steps=steps, warmup=warmup, budget=budget, min_rounds=min_rounds)
     s.update({k:v for k,v in given.items() if v is not None})
     s['device'] = dev
     if not s['models']: raise ValueError("no models given")
@@ -554,6 +833,10 @@ def _resolve(models=None, quick=False, bs=None, size=None, features=None, precis
     for k,lo in (('steps',1),('warmup',0),('size',8)):
         if not isinstance(s[k], (int,np.integer)) or s[k]<lo: raise ValueError(f"{k} must be an integer >= {lo}, got {s[k]!r}")
     if not s['bs'] or any(not isinstance(b, (int,np.integer)) or b<1 for b in s['bs']): raise ValueError(f"batch sizes must be integers >= 1, got {s['bs']}")
+    if isinstance(s['budget'], bool) or not isinstance(s['budget'], (int,float,np.integer,np.floating)) or not s['budget']>0:
+        raise ValueError(f"budget must be a number of seconds > 0, got {s['budget']!r}")
+    if isinstance(s['min_rounds'], bool) or not isinstance(s['min_rounds'], (int,np.integer)) or s['min_rounds']<2:
+        raise ValueError(f"min_rounds must be an integer >= 2 (an interval needs 2 rounds), got {s['min_rounds']!r}")
     s['nproc'] = _check_nproc(nproc, s)
     return s
 
@@ -573,9 +856,9 @@ def _check_nproc(nproc, s)->int:
     except ImportError as e: raise ValueError(str(e)) from None
     return int(nproc)
 
-# %% ../nbs/13_bench.ipynb #5c089680
+# %% ../nbs/13_bench.ipynb #5cd520e7
 def bench(models:list=None, # Models: fastperf built-ins, torchvision names or 'package.module:function' (default: fitted to the device)
-          quick:bool=False, # A CI-sized sweep: tiny models, 32px, few steps, no compile
+          quick:bool=False, # A CI-sized sweep: tiny models, 32px, few steps, no compile, a short budget
           out=None, # Output folder for results.csv/json and plots (default: a new `fastperf-bench-<device>-<time>` folder)
           bs:list=None, # Batch sizes
           size:int=None, # Image height and width
@@ -583,19 +866,22 @@ def bench(models:list=None, # Models: fastperf built-ins, torchvision names or '
           precision:list=None, # Precisions swept when `precision` is a feature (fp32 always included)
           compile_modes:list=None, # torch.compile modes swept when `compile` is a feature ('none' always included)
           mode:str=None, # train, infer (eval, no_grad vs inference_mode) or both
-          steps:int=None, # Timed steps per loop
-          warmup:int=None, # Warm-up steps per loop, left out of the timing
+          steps:int=None, # Timed steps per window
+          warmup:int=None, # Warm-up steps before a loop's first window, left out of the timing
           device:str=None, # Device (default: cuda if available, else cpu)
           accuracy:int=0, # Train each training configuration this many epochs on the digits (32px) and record valid accuracy (True: 3)
           redo_errors:bool=False, # Re-run configurations whose row in `out` has an error (others are always skipped)
-          timeout:float=900, # Seconds one loop may run before it is stopped and recorded as an error
+          timeout:float=900, # Seconds one worker may take to answer (set-up or one window) before it is stopped and recorded as an error
           threads:int=None, # torch threads in the workers (default: torch's)
           plots:bool=True, # Write throughput.png and interactions.png
-          show_progress:bool=True, # Show a progress bar over configurations with the running best
+          show_progress:bool=True, # Progress: a bar on a terminal, else one line per round and per finished configuration
           nproc:int=1, # Also train each training configuration with DDP in this many processes and report scaling efficiency (1: no)
+          budget:float=None, # Seconds of timed rounds for the whole sweep; the first `min_rounds` rounds always run (default: 45 quick, 150 CPU, 600 GPU)
+          min_rounds:int=None, # Rounds always measured (>= 2); more follow until every interval is narrower than 5% or the budget is spent
+          max_rounds:int=30, # Rounds at most per comparison group
          )->pd.DataFrame:
-    "Sweep feature combinations on `models`, fastai+fastperf loop against plain PyTorch, each loop in a fresh process; one row per configuration"
-    s = _resolve(models, quick, bs, size, features, precision, compile_modes, mode, steps, warmup, device, nproc)
+    "Sweep feature combinations on `models`, fastai+fastperf loop against plain PyTorch, in interleaved rounds of long-lived worker processes; one row per configuration"
+    s = _resolve(models, quick, bs, size, features, precision, compile_modes, mode, steps, warmup, device, nproc, budget, min_rounds)
     accuracy = 3 if accuracy is True else int(accuracy or 0)
     if accuracy<0: raise ValueError(f"accuracy must be a number of epochs >= 0, got {accuracy}")
     cfgs = bench_configs(s['models'], s['bs'], s['size'], s['features'], s['precision'], s['compile_modes'], s['mode'],
@@ -604,29 +890,41 @@ def bench(models:list=None, # Models: fastperf built-ins, torchvision names or '
     out.mkdir(parents=True, exist_ok=True)
     csv = out/'results.csv'
     done = pd.read_csv(csv) if csv.exists() and csv.stat().st_size else pd.DataFrame(columns=list(bench_columns))
-    rewrite = csv.exists() and list(done.columns)!=list(bench_columns) # a CSV from an older version: new rows must append under the same header
+    rewrite = csv.exists() and list(done.columns)!=list(bench_columns) # a CSV from an older version: new rows must go under the same header
     done = done.reindex(columns=list(bench_columns))
     if redo_errors and len(done):
         done,rewrite = done[done.error.isna() & done.vanilla_error.isna() & done.ddp_error.isna()],True
     if rewrite: done.to_csv(csv, index=False)
-    todo = [c for c in cfgs if c['key'] not in set(done.key)]
+    run_id = f"{datetime.datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}"
+    todo = [dict(c, run_id=run_id) for c in cfgs if c['key'] not in set(done.key)]
+    groups = [(k, list(g)) for k,g in itertools.groupby(todo, key=lambda c: (c['model'], c['mode'], c['bs'], c['size']))]
+    tty = show_progress and sys.stdout.isatty()
     from fastprogress.fastprogress import progress_bar
-    rows,best = list(done.to_dict('records')),None
-    pb = progress_bar(todo, leave=True) if show_progress and todo else todo
-    for c in pb:
-        row = _run_config(c, timeout=timeout, threads=threads)
-        rows.append(row)
+    pb = progress_bar(groups, leave=True) if tty and groups else groups
+    def log(msg):
+        if tty: pb.comment = msg.strip()
+        elif show_progress: print(msg, flush=True)
+    rows,schedule,t0,n_done = list(done.to_dict('records')),[],time.perf_counter(),0
+    for i,((model,mode_,b,size_),g) in enumerate(pb):
+        left = max(0., s['budget']-(time.perf_counter()-t0))/(len(groups)-i) # what earlier groups left over passes on
+        log(f"{model} {mode_} bs={b} {size_}px: {len(g)} configurations x 2 loops, set-up")
+        new,orders = _measure_group(g, left, s['min_rounds'], max_rounds, _stable_width, threads, timeout, log)
+        schedule.append(dict(model=model, mode=mode_, bs=b, size=size_, rounds=orders))
+        for c,row in zip(g, new):
+            if c.get('nproc',1)>1 and c['mode']=='train':
+                if row.get('error'): row.update(nproc=c['nproc'], ddp_error="not run: the single-process fastai loop failed")
+                else: row.update(_run_ddp(dict(c, bs=row['bs_used']), c['nproc'], threads, timeout))
+        rows += new
         df = _add_speedups(pd.DataFrame(rows, columns=list(bench_columns)))
-        r = df.iloc[-1].to_dict()
-        df.iloc[[-1]].to_csv(csv, mode='a', header=not csv.exists() or not csv.stat().st_size, index=False)
-        score = lambda o: o['speedup'] if pd.notna(o['speedup']) else 0.
-        if pd.notna(r['samples_per_sec']) and (best is None or score(r)>score(best)): best = r
-        if show_progress and best is not None:
-            pb.comment = f"best: {best['model']} {best['mode']} {best['features']} {best['samples_per_sec']:.0f}/s ({best['speedup']:.2f}x)"
+        df.to_csv(csv, index=False)
+        for _,r in df.iloc[len(rows)-len(new):].iterrows():
+            n_done += 1
+            log(f"[{n_done}/{len(todo)}] {_line(r)}")
     df = _add_speedups(pd.DataFrame(rows, columns=list(bench_columns)))
     keys = {c['key'] for c in cfgs}
     df.to_csv(csv, index=False)
-    meta = dict(settings=s, command=' '.join(shlex.quote(a) for a in sys.argv), env=env_info(s['device']),
+    meta = dict(settings=s, command=' '.join(shlex.quote(a) for a in sys.argv), env=env_info(s['device']), optimizer=bench_optimizer,
+                load_avg=os.getloadavg(), seconds=time.perf_counter()-t0, schedule=schedule,
                 columns=bench_columns, rows=json.loads(df.to_json(orient='records')))
     (out/'results.json').write_text(json.dumps(meta, indent=1, default=str))
     if plots:
@@ -635,14 +933,15 @@ def bench(models:list=None, # Models: fastperf built-ins, torchvision names or '
         for f,fn in (('throughput.png', plot_throughput), ('interactions.png', plot_interactions)):
             fig = fn(sweep, out/f)
             if fig is not None: plt.close(fig)
-    df.attrs['out'] = str(out)
-    return df[df.key.isin(keys)].reset_index(drop=True)
+    res = df[df.key.isin(keys)].reset_index(drop=True)
+    res.attrs.update(out=str(out), schedule=schedule)
+    return res
 
-# %% ../nbs/13_bench.ipynb #9f8318ed
+# %% ../nbs/13_bench.ipynb #87725b2a
 def _parser()->argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog='fastperf-bench', description="Sweep speed features (subclass inputs, channels-last, precision, "
         "cudnn.benchmark, torch.compile, inference mode) on your models: the fastai+fastperf loop against plain PyTorch, "
-        "each configuration in a fresh process. With no arguments: a quick sweep fitted to this machine.",
+        "each loop in its own process, timed in interleaved rounds; every ratio with its 95%% interval. With no arguments: a sweep fitted to this machine.",
         epilog="Writes results.csv, results.json, throughput.png and interactions.png to the output folder; re-run with the same --out to resume.")
     p.add_argument('--models', nargs='+', help=f"built-in ({', '.join(builtin_models)}), torchvision names (resnet50, vit_b_16, ...) or package.module:function")
     p.add_argument('--quick', action='store_true', help="CI-sized sweep: tiny models, 32px, few steps, no compile")
@@ -653,8 +952,8 @@ def _parser()->argparse.ArgumentParser:
     p.add_argument('--precision', nargs='+', help="precisions to sweep: fp32 bf16 fp16")
     p.add_argument('--compile-modes', nargs='+', help="torch.compile modes to sweep (default, reduce-overhead, max-autotune, ...)")
     p.add_argument('--mode', choices=_modes, help="train, infer (eval; no_grad vs inference_mode) or both")
-    p.add_argument('--steps', type=int, help="timed steps per loop")
-    p.add_argument('--warmup', type=int, help="warm-up steps per loop (not timed)")
+    p.add_argument('--steps', type=int, help="timed steps per window (one window per loop per round)")
+    p.add_argument('--warmup', type=int, help="warm-up steps before a loop's first window (not timed)")
     p.add_argument('--device', help="cpu, cuda, cuda:1, ...")
     p.add_argument('--accuracy', type=int, nargs='?', const=3, default=0, metavar='EPOCHS',
                    help="also train each training configuration on the digits (32px, 3 epochs unless given) and record valid accuracy")
@@ -663,27 +962,29 @@ def _parser()->argparse.ArgumentParser:
     p.add_argument('--threads', type=int, help="torch threads in the workers (with --nproc: per process; default: cores // nproc)")
     p.add_argument('--nproc', type=int, default=1, help="also train each training configuration's fastai loop with DDP in N processes "
                    "(one GPU each on CUDA, gloo on CPU) and report global samples/s and scaling efficiency")
+    p.add_argument('--budget', type=float, help="seconds of timed rounds for the whole sweep; the first --min-rounds always run (default: 45 with --quick, 150 on a CPU, 600 on a GPU)")
+    p.add_argument('--min-rounds', type=int, help="interleaved rounds always measured (>= 2; default 3 with --quick, 4 on a CPU, 5 on a GPU); more follow until every interval is narrower than 5%% or the budget is spent")
     p.add_argument('--no-plots', action='store_true', help="skip the PNG plots")
     return p
-
-_show_cols = ['model','mode','bs_used','features','samples_per_sec','vanilla_samples_per_sec','vs_vanilla','speedup','spread','accuracy']
 
 def main(argv=None):
     "The `fastperf-bench` command"
     p = _parser()
     a = p.parse_args(argv)
     kw = dict(models=a.models, quick=a.quick, bs=a.bs, size=a.size, features=a.features, precision=a.precision,
-              compile_modes=a.compile_modes, mode=a.mode, steps=a.steps, warmup=a.warmup, device=a.device, nproc=a.nproc)
+              compile_modes=a.compile_modes, mode=a.mode, steps=a.steps, warmup=a.warmup, device=a.device, nproc=a.nproc,
+              budget=a.budget, min_rounds=a.min_rounds)
     try: _resolve(**kw)
     except ValueError as e: p.error(str(e))
     if a.timeout<=0: p.error("--timeout must be > 0")
     if a.accuracy<0: p.error("--accuracy must be a number of epochs >= 0")
     if a.threads is not None and a.threads<1: p.error("--threads must be >= 1")
     df = bench(out=a.out, accuracy=a.accuracy, redo_errors=a.redo_errors, timeout=a.timeout, threads=a.threads, plots=not a.no_plots, **kw)
-    cols = [c for c in _show_cols if c!='accuracy' or df.accuracy.notna().any()]
-    if df.nproc.notna().any(): cols += ['nproc','global_samples_per_sec','scaling_efficiency']
-    with pd.option_context('display.width', 200, 'display.max_rows', 500, 'display.max_columns', 20, 'display.float_format', '{:.3g}'.format):
-        print(df[cols].to_string(index=False))
+    print('', flush=True)  # the header starts a line of its own, after a progress bar too
+    print(format_table(df))
+    print('\n' + summary(df))
+    print(f"Optimizer: {bench_optimizer}. Intervals: 95%, from {int(df.rounds.min()) if df.rounds.notna().any() else 0}-"
+          f"{int(df.rounds.max()) if df.rounds.notna().any() else 0} interleaved rounds.\n")
     for _,r in df.iterrows():
         for k in ('error','vanilla_error','ddp_error','warning','note'):
             if isinstance(r[k], str) and r[k]: print(f"{r['model']} {r['mode']} {r['features']}: {k.replace('_',' ')}: {r[k]}")

@@ -41,7 +41,7 @@ def cast_to_tensor(x):
         return res
     return x
 
-# %% ../nbs/02_cast.ipynb #2459c352
+# %% ../nbs/02_cast.ipynb #86195f12
 class CastToTensor(Callback):
     "Cast every tensor subclass in the batch and the loss to `torch.Tensor` (replaces fastai's `CastToTensor`)"
     order = 9 # after callbacks that dispatch on tensor types (< 9), right before MixedPrecision (10)
@@ -62,9 +62,11 @@ class CastToTensor(Callback):
 
     def before_batch(self): self.learn.xb,self.learn.yb = cast_to_tensor(self.learn.xb),cast_to_tensor(self.learn.yb)
     def after_loss(self):
-        if not self.cast_loss: return
-        if _is_sub(self.learn.loss_grad): self.learn.loss_grad = self.learn.loss_grad.as_subclass(Tensor)
-        if _is_sub(self.learn.loss): self.learn.loss = self.learn.loss.as_subclass(Tensor)
+        # fastai sends `after_loss` for batches without targets too (`predict`, `get_preds` on a test set), where no loss was computed
+        # (and a Learner that never trained has no `loss_grad` at all): nothing to cast then
+        if not self.cast_loss or not len(self.learn.yb): return
+        if _is_sub(getattr(self.learn, 'loss_grad', None)): self.learn.loss_grad = self.learn.loss_grad.as_subclass(Tensor)
+        if _is_sub(getattr(self.learn, 'loss', None)): self.learn.loss = self.learn.loss.as_subclass(Tensor)
 
 # %% ../nbs/02_cast.ipynb #94a58c78
 def _find_subs(x, path='')->list:

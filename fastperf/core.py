@@ -85,24 +85,48 @@ def _run_fit_exit(self:Learner, depth:int):
 
 def _depth(learn): return len(getattr(learn, '_fp_exit', None) or [])
 
-# %% ../nbs/00_core.ipynb #6a47bfa1
+# %% ../nbs/00_core.ipynb #7f975af2
 if not hasattr(Learner.fit, '_fp_wrapped'):
     _fit,_enter,_exit = Learner.fit,Learner.__enter__,Learner.__exit__
     @functools.wraps(_fit)
     def _fit_restoring(self, *args, **kwargs):
         depth = _depth(self)
+        loops = self.__dict__.setdefault('_fp_loops', []); loops.append('fit')
         try: return _fit(self, *args, **kwargs)
-        finally: self._run_fit_exit(depth)
+        finally:
+            loops.pop()
+            self._run_fit_exit(depth)
     def _enter_restoring(self):
         self.__dict__.setdefault('_fp_depths', []).append(_depth(self))
+        loops = self.__dict__.setdefault('_fp_loops', []); loops.append('with')
         try: return _enter(self)
         except BaseException:
-            self._run_fit_exit(self._fp_depths.pop()); raise
+            loops.pop(); self._run_fit_exit(self._fp_depths.pop()); raise
     def _exit_restoring(self, exc_type, exc_value, tb):
         try: return _exit(self, exc_type, exc_value, tb)
-        finally: self._run_fit_exit(self._fp_depths.pop())
+        finally:
+            self._fp_loops.pop()
+            self._run_fit_exit(self._fp_depths.pop())
     _fit_restoring._fp_wrapped = True
     Learner.fit,Learner.__enter__,Learner.__exit__ = _fit_restoring,_enter_restoring,_exit_restoring
+    # fastai's `tta` sends before_fit/after_fit itself (`self(_before_epoch)` ... `self(event.after_fit)`), not through fit or `with`
+    _tta = Learner.tta
+    @functools.wraps(_tta)
+    def _tta_restoring(self, *args, **kwargs):
+        depth = _depth(self)
+        loops = self.__dict__.setdefault('_fp_loops', []); loops.append('with')
+        try: return _tta(self, *args, **kwargs)
+        finally:
+            loops.pop()
+            self._run_fit_exit(depth)
+    Learner.tta = _tta_restoring
+
+# %% ../nbs/00_core.ipynb #53499982
+@patch(as_prop=True)
+def fitting(self:Learner)->bool:
+    "Whether the innermost loop running on this Learner is a `fit` (False in `get_preds`/`validate`, which also send `before_fit`/`after_fit`, and outside any loop)"
+    loops = self.__dict__.get('_fp_loops')
+    return bool(loops) and loops[-1]=='fit'
 
 # %% ../nbs/00_core.ipynb #da43228c
 class _WallClock(Callback):

@@ -1,45 +1,118 @@
-"`fastperf-bench` end to end: each test runs the command (or `bench`) with real subprocesses, so they take minutes, not seconds"
-import os, sys, shutil, subprocess, textwrap
-import pandas as pd, pytest
-from fastperf.bench import bench, bench_columns
+"`fastperf-bench`: statistics and formatting as unit tests (no subprocess), then the command end to end with tiny sweeps"
+import os, re, sys, json, math, shutil, subprocess
+import numpy as np, pandas as pd, pytest
+from scipy import stats
+from fastperf.bench import bench, bench_columns, ratio_interval, distinguishable, format_table, summary, compare_runs, _add_speedups, _rotation
 
 def _cmd():
     exe = shutil.which('fastperf-bench')
     return [exe] if exe else [sys.executable, '-c', 'from fastperf.bench import main; main()']
 
 def run_cli(*args, cwd=None, env=None):
+    "The installed command with stdout and stderr to pipes (not a terminal), as in CI or `> log`"
     return subprocess.run(_cmd() + [str(a) for a in args], capture_output=True, text=True, cwd=cwd, env=env, timeout=1200)
 
-def test_quick_end_to_end(tmp_path):
-    out = tmp_path/'quick'
-    p = run_cli('--quick', '--out', out)
+TINY = ('--bs', 8, '--size', 16, '--steps', 2, '--warmup', 1, '--min-rounds', 2, '--budget', 1)
+
+# --- statistics: synthetic rounds, checked against a hand computation ---
+
+def test_ratio_interval_paired_matches_t_interval():
+    a,b = np.array([110., 121, 99, 105, 130]),np.array([100., 110, 92, 100, 118])
+    d = np.log(a/b); h = stats.t.ppf(0.975, 4)*d.std(ddof=1)/math.sqrt(5)
+    est,lo,hi = ratio_interval(a, b)
+    assert est==pytest.approx(math.exp(d.mean())) and lo==pytest.approx(math.exp(d.mean()-h)) and hi==pytest.approx(math.exp(d.mean()+h))
+    assert est==pytest.approx(np.exp(np.log(a).mean())/np.exp(np.log(b).mean()))  # paired: the ratio of the geometric means
+
+def test_ratio_interval_drift_paired_vs_unpaired():
+    drift = np.linspace(1, 0.6, 8)  # the machine slows down 40% over the rounds, for both alike
+    base,fast = 100*drift,108*drift*np.array([1, 1.01, .99, 1, 1.01, .99, 1, 1])
+    est,lo,hi = ratio_interval(fast, base)
+    assert est==pytest.approx(1.08, rel=0.01) and 1<lo<1.08<hi and distinguishable(lo, hi)
+    est,lo,hi = ratio_interval(fast, base, paired=False)  # the same numbers as independent samples: the drift swamps the effect
+    assert lo<1<hi and not distinguishable(lo, hi)
+
+def test_ratio_interval_edge_cases():
+    assert ratio_interval([5., 5, 5]) == pytest.approx((5.0, 5.0, 5.0))
+    est,lo,hi = ratio_interval([7.])
+    assert est==pytest.approx(7) and math.isnan(lo) and math.isnan(hi)
+    with pytest.raises(ValueError, match='as many rounds'): ratio_interval([1., 2], [1.])
+
+def test_distinguishable():
+    assert distinguishable(1.01, 1.2) and distinguishable(0.8, 0.99)
+    assert not distinguishable(0.99, 1.01) and not distinguishable(1.0, 1.3) and not distinguishable(math.nan, 1.2)
+
+def _row(features, fa, va, run='r1', **kw):
+    r = {k:None for k in bench_columns}
+    r.update(key=f"k-{features}", model='m', mode='train', bs=32, size=64, steps=5, warmup=2, device='cpu', features=features, run_id=run,
+             round_samples_per_sec=' '.join(map(str, fa)), vanilla_round_samples_per_sec=' '.join(map(str, va)), rounds=len(fa), bs_used=32, **kw)
+    for pre,x in (('',fa), ('vanilla_',va)): r[pre+'samples_per_sec'],r[pre+'samples_per_sec_lo'],r[pre+'samples_per_sec_hi'] = ratio_interval(x)
+    return r
+
+def _sweep():
+    n = np.array([1, 1.004, .997, 1.002, .998])
+    return _add_speedups(pd.DataFrame([_row('baseline', 24400.4*n, 31000*n[::-1]), _row('bf16', 36600*n[::-1], 37000*n),
+                                       _row('subclass', [21000, 26000, 24000, 25500, 23000], 31100*n)], columns=list(bench_columns)))
+
+def test_flags_distinct_and_unstable():
+    df = _sweep()
+    assert df.speedup.tolist()[0]==1.0 and df.speedup_distinct.tolist()==[False, True, False]
+    assert df.vs_vanilla_distinct[1] and df.vs_vanilla_hi[1]<1  # fastai 1% slower, measured steadily: distinguishable
+    assert df.unstable.tolist()==[False, False, True]  # subclass's windows spread by 20%: a re-run may land >5% away
+    # rows of different runs: compared unpaired, so wider
+    other = _add_speedups(pd.concat([df.iloc[:1], df.iloc[1:2].assign(run_id='r2')]))
+    x,y = [[float(v) for v in df[k][i].split()] for k,i in (('round_samples_per_sec',1), ('round_samples_per_sec',0))]
+    assert (other.speedup[1],other.speedup_lo[1],other.speedup_hi[1])==pytest.approx(ratio_interval(x, y, paired=False))
+    assert ratio_interval(x, y, paired=False)!=pytest.approx(ratio_interval(x, y))
+
+def test_table_and_summary_plain():
+    df = _sweep()
+    t = format_table(df)
+    assert not re.search(r'\de[+-]?\d', t) and ' 24405 ' in t and ' 36607 ' in t  # whole samples/s, no scientific notation
+    lines = t.splitlines()
+    assert lines[0].split()[:4]==['model','mode','bs','features'] and len(lines)==4
+    assert 'faster' in lines[2] and 'unclear' in lines[3] and 'reference' in lines[1]
+    s = summary(df)
+    assert 'bf16 1.50' in s and 'Not distinguishable from 1.0: subclass' in s and 'subclass 0.' not in s and '1 row(s) unstable' in s
+
+def test_compare_runs():
+    a = _sweep(); b = a.copy(); b['speedup'] *= [1, 1.06, 1.2]
+    c = compare_runs(a, b)
+    assert c['within_5%'].tolist()==[True, False, False] and c.reproduced.tolist()==[True, False, True]  # row 3 is flagged unstable
+
+def test_rotation():
+    slots = [f"s{i}" for i in range(6)]
+    orders = [_rotation(slots, r, 3) for r in range(3)]
+    assert all(sorted(o)==slots for o in orders)
+    assert [o[0] for o in orders]==['s0','s2','s4']
+
+# --- the command, end to end (real worker processes; tiny models, 2 rounds) ---
+
+def test_cli_to_file_interleaved(tmp_path):
+    out = tmp_path/'run'
+    p = run_cli('--models', 'small_cnn', '--features', 'channels_last', *TINY, '--out', out)
     assert p.returncode==0, p.stderr[-3000:]
     df = pd.read_csv(out/'results.csv')
-    assert 'vs_vanilla' in df.columns
-    assert list(df.columns)==list(bench_columns)  # the columns, in the documented order
-    assert len(df)==8 and df.key.is_unique
-    assert set(df.model)=={'small_cnn','tiny_vit'} and set(df.precision)=={'fp32','bf16'} and set(df.subclass)=={False,True}
-    base = df[df.features=='baseline']
-    assert len(base)==2 and base.error.isna().all() and base.vanilla_error.isna().all()
-    assert (base.speedup==1).all() and base.vs_vanilla.notna().all()
-    ok = df[df.samples_per_sec.notna() & df.vanilla_samples_per_sec.notna()]
-    assert ((ok.vs_vanilla - ok.samples_per_sec/ok.vanilla_samples_per_sec).abs() < 1e-9).all()
-    assert df.device.eq('cpu').all() and df.torch.notna().all() and (df.threads>=1).all()
-    for f in ('results.json', 'throughput.png', 'interactions.png'): assert (out/f).exists(), f
-    assert 'Results in' in p.stdout and 'vs_vanilla' in p.stdout
-
-def test_resume_skips_done(tmp_path):
-    kw = dict(models=['small_cnn'], features=['channels_last'], bs=8, steps=2, warmup=1, out=tmp_path, show_progress=False, plots=False)
-    df = bench(**kw)
-    assert len(df)==2 and df.samples_per_sec.notna().all()
-    csv = tmp_path/'results.csv'
-    pd.read_csv(csv).iloc[:1].to_csv(csv, index=False)  # as if the sweep was interrupted after its first configuration
-    df2 = bench(**kw)
-    assert len(df2)==2 and len(pd.read_csv(csv))==2
-    assert df2.samples_per_sec[0]==df.samples_per_sec[0]  # kept, not measured again
-    assert df2.samples_per_sec[1]!=df.samples_per_sec[1]  # measured again (a new timing never repeats to the last digit)
-    df3 = bench(**kw)
-    assert (df3.samples_per_sec==df2.samples_per_sec).all()
+    assert list(df.columns)==list(bench_columns) and len(df)==2 and df.error.isna().all() and df.vanilla_error.isna().all()
+    assert (df.rounds==2).all() and df.speedup[0]==1 and df.optimizer.str.contains('AdamW').all()
+    for k in ('speedup','vs_vanilla'): assert (df[k+'_lo']<=df[k]).all() and (df[k]<=df[k+'_hi']).all()
+    assert ((df.vs_vanilla - df.samples_per_sec/df.vanilla_samples_per_sec).abs() < 1e-6*df.vs_vanilla).all()
+    sched = json.loads((out/'results.json').read_text())['schedule'][0]['rounds']
+    assert sched[0]==['baseline/fastai','baseline/vanilla','channels_last/fastai','channels_last/vanilla']
+    assert sched[1]==['channels_last/fastai','channels_last/vanilla','baseline/fastai','baseline/vanilla']  # rotated
+    lines = p.stdout.splitlines()
+    done = [l for l in lines if l.startswith('[')]  # not a terminal: one line per finished configuration, no progress bar
+    assert len(done)==2 and done[0].startswith('[1/2] small_cnn train bs=8 baseline: fastai ') and 'samples/s' in done[0]
+    assert not any('\r' in l or '|' in l and '%' in l for l in lines)
+    head = [i for i,l in enumerate(lines) if l.split()[:4]==['model','mode','bs','features']]
+    assert len(head)==1 and lines[head[0]].lstrip().startswith('model')  # the header on its own line
+    table = lines[head[0]:head[0]+3]
+    assert not any(re.search(r'\de[+-]?\d', l) for l in table) and 'Optimizer: torch AdamW' in p.stdout
+    # resume: a finished configuration is kept, the missing one is measured in a new run
+    pd.read_csv(out/'results.csv').iloc[:1].to_csv(out/'results.csv', index=False)
+    p = run_cli('--models', 'small_cnn', '--features', 'channels_last', *TINY, '--out', out, '--no-plots')
+    assert p.returncode==0, p.stderr[-3000:]
+    df2 = pd.read_csv(out/'results.csv')
+    assert len(df2)==2 and df2.samples_per_sec[0]==df.samples_per_sec[0] and df2.run_id[0]!=df2.run_id[1]
 
 USER_MODELS = '''
 import torch
@@ -57,25 +130,22 @@ def oom(): return _Oom()
 def test_failures_become_rows(tmp_path):
     (tmp_path/'usermodels.py').write_text(USER_MODELS)
     out = tmp_path/'out'
-    p = run_cli('--models', 'small_cnn', 'usermodels:broken', 'usermodels:oom', '--features', 'none',
-                '--bs', 8, '--steps', 2, '--warmup', 1, '--out', out, '--no-plots', cwd=tmp_path)
+    p = run_cli('--models', 'usermodels:broken', 'usermodels:oom', '--features', 'none', *TINY, '--out', out, '--no-plots', cwd=tmp_path)
     assert p.returncode==0, p.stderr[-3000:]
     df = pd.read_csv(out/'results.csv').set_index('model')
-    assert len(df)==3
+    assert len(df)==2
     assert 'forced failure' in df.loc['usermodels:broken','error'] and 'forced failure' in df.loc['usermodels:broken','vanilla_error']
     assert pd.isna(df.loc['usermodels:broken','samples_per_sec'])
-    assert pd.isna(df.loc['small_cnn','error']) and df.loc['small_cnn','samples_per_sec']>0  # the sweep went on
-    o = df.loc['usermodels:oom']
+    o = df.loc['usermodels:oom']  # the sweep went on, and halved the batch size for the model that ran out of memory
     assert o.bs==8 and o.bs_used==4 and 'out of memory at bs=8' in o.note and pd.isna(o.error) and o.samples_per_sec>0
-    assert 'forced failure' in p.stdout
-    p = run_cli('--models', 'usermodels:broken', '--features', 'none', '--bs', 8, '--steps', 2, '--warmup', 1,
-                '--out', tmp_path/'none', '--no-plots', cwd=tmp_path)
+    assert 'forced failure' in p.stdout and 'usermodels:broken train bs=8 baseline: failed' in p.stdout
+    p = run_cli('--models', 'usermodels:broken', '--features', 'none', *TINY, '--out', tmp_path/'none', '--no-plots', cwd=tmp_path)
     assert p.returncode==1 and 'every configuration failed' in p.stderr, (p.returncode, p.stderr[-2000:])  # no number at all: a failed run
     assert 'forced failure' in pd.read_csv(tmp_path/'none'/'results.csv').error[0]
 
 BAD = [['--models','resnet19'], ['--models','nosuchpkg.mod:fn'], ['--steps','-1'], ['--warmup','-2'], ['--features','turbo'],
        ['--precision','fp8'], ['--compile-modes','fastest'], ['--bs','0'], ['--mode','fast'], ['--device','tpu'], ['--size','abc'],
-       ['--nproc','0'], ['--nproc','-1'], ['--nproc','2','--mode','infer']]
+       ['--nproc','0'], ['--nproc','-1'], ['--nproc','2','--mode','infer'], ['--budget','0'], ['--min-rounds','1']]
 
 def test_bad_arguments_exit_2(tmp_path, capsys):
     from fastperf.bench import main
@@ -102,7 +172,7 @@ def ddp_broken():
 def test_nproc_scaling(tmp_path):
     (tmp_path/'ddpmodels.py').write_text(DDP_MODELS)
     out = tmp_path/'ddp'
-    args = ('--quick', '--nproc', 2, '--models', 'small_cnn', 'ddpmodels:ddp_broken', '--features', 'none', '--out', out, '--no-plots')
+    args = ('--nproc', 2, '--models', 'small_cnn', 'ddpmodels:ddp_broken', '--features', 'none', *TINY, '--out', out, '--no-plots')
     p = run_cli(*args, cwd=tmp_path)
     assert p.returncode==0, p.stderr[-3000:]
     df = pd.read_csv(out/'results.csv')
@@ -115,7 +185,7 @@ def test_nproc_scaling(tmp_path):
     assert abs(r.scaling_efficiency - r.global_samples_per_sec/(2*r.single_samples_per_sec)) < 1e-9
     b = df.set_index('model').loc['ddpmodels:ddp_broken']  # the DDP run failed: an error row, the single-process loops still measured
     assert 'forced DDP failure' in b.ddp_error and pd.isna(b.global_samples_per_sec) and b.samples_per_sec>0
-    assert 'scaling_efficiency' in p.stdout and 'forced DDP failure' in p.stdout
+    assert 'scaling' in p.stdout and 'forced DDP failure' in p.stdout
     p = run_cli(*args, cwd=tmp_path)  # resume: both rows are done, nothing runs again
     assert p.returncode==0, p.stderr[-3000:]
     df2 = pd.read_csv(out/'results.csv')

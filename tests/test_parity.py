@@ -1,0 +1,36 @@
+"The `fastperf-parity` command as users run it: a fresh process, a tiny configuration, the table and files it writes."
+import json, subprocess, sys
+import pandas as pd
+
+def _run(tmp_path, *args):
+    out = tmp_path/'par'
+    cmd = [sys.executable, '-c', 'import sys; from fastperf.parity import main; sys.exit(main())',
+           '--device', 'cpu', '--quick', '--out', str(out), '--threads', '1', *args]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
+    return r,out
+
+def test_parity_cli_tiny(tmp_path):
+    r,out = _run(tmp_path, '--no-lightning')
+    assert r.returncode==0, r.stdout[-3000:]+r.stderr[-3000:]
+    assert sorted(p.name for p in out.iterdir())==['parity.csv', 'parity.json', 'parity_losses.csv']
+    df = pd.read_csv(out/'parity.csv')
+    assert {'phase','loop','img/s','img/s min','img/s max','vs fastai defaults','vs plain (same features)','plain twin','rounds'} <= set(df.columns)
+    tr = df[df.phase=='train'].set_index('loop')
+    assert {'fastai defaults', 'fastai + to_fastperf()', 'plain PyTorch (fp32)'} <= set(tr.index)
+    assert (df['img/s']>0).all() and (df['img/s min']<=df['img/s']).all() and (df['img/s']<=df['img/s max']).all()
+    assert (df['rounds']==2).all()
+    # each loop's own ratio is 1; a ratio is a median of per-round ratios of the measured numbers
+    assert tr.loc['fastai defaults','vs fastai defaults']==1.0 and tr.loc['plain PyTorch (fp32)','vs plain (same features)']==1.0
+    f = tr.loc['fastai + to_fastperf()']
+    assert f['plain twin'].startswith('plain PyTorch') and 0.05 < f['vs plain (same features)'] < 20
+    assert set(df[df.phase=='infer']['loop']) >= {'get_preds, fastai defaults', 'plain eval loop (fp32)'}
+    js = json.loads((out/'parity.json').read_text())
+    checks = {c['pair']:c for c in js['loss_checks']}
+    c = checks['fastai defaults vs plain PyTorch (fp32)']
+    assert c['ok'] and c['steps']==3 and c['tol']==1e-3 and c['max_diff']<=1e-3 and c['first_step_diff']==0
+    assert len(c['losses'])==3 and all(l>0 for l in c['losses'])
+    assert any(k.startswith('fastai + to_fastperf() vs ') and v['ok'] for k,v in checks.items())
+    assert any('Lightning: skipped' in n for n in js['notes'])
+    ls = pd.read_csv(out/'parity_losses.csv')
+    assert len(ls)==3*2 and set(ls.columns)=={'pair','step','loss','plain_loss'}
+    assert 'ok' in r.stdout and 'wrote' in r.stdout

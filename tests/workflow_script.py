@@ -1,0 +1,243 @@
+"""One user's session with fastai + fastperf, run in a fresh process by tests/test_workflows.py:
+
+    python tests/workflow_script.py CONFIG DATA_DIR WORK_DIR
+
+CONFIG names the fastperf callbacks (see `CONFIGS`). The script imports only fastai and the installed fastperf, trains on
+the image folder DATA_DIR (or a small DataFrame for 'tabular'), calls the everyday entry points, asserts what a user
+would see, checks that global state is as it was, and prints one line `RESULT {json}` for the test to compare."""
+import sys, json, time, warnings
+import matplotlib; matplotlib.use('Agg')
+import matplotlib.pyplot as plt
+from pathlib import Path
+import torch, numpy as np, pandas as pd
+from torch import nn
+from fastai.vision.all import *
+from fastai.tabular.all import TabularDataLoaders, tabular_learner, Categorify, FillMissing, Normalize as TabNormalize
+from fastai.callback.fp16 import MixedPrecision
+from fastperf.all import *
+import fastai.data.load as fdl
+
+CONFIGS = {
+    'plain': [],                                   # fastai alone: the baseline every other config is compared with
+    'cast': ['CastToTensor'],
+    'channelslast': ['ChannelsLast'],
+    'cudnn': ['CudnnBenchmark'],
+    'amp': ['AutoMixedPrecision'],
+    'timer': ['ThroughputTimer'],
+    'syncdebug': ['SyncDebug'],
+    'profiler': ['Profiler'],
+    'compile': ['Compile'],                        # the tiny model only (compiling resnet18 takes minutes here)
+    'all': ['CastToTensor', 'ChannelsLast', 'CudnnBenchmark', 'AutoMixedPrecision', 'ThroughputTimer', 'SyncDebug', 'Profiler'],
+    'to_fastperf': ['to_fastperf'],
+    'tabular': ['CastToTensor', 'ChannelsLast', 'CudnnBenchmark', 'AutoMixedPrecision', 'ThroughputTimer', 'SyncDebug', 'Profiler', 'to_fastperf'],
+}
+
+def make_cbs(names):
+    "A fresh instance of each named fastperf callback"
+    mk = dict(CastToTensor=lambda: CastToTensor(), ChannelsLast=lambda: ChannelsLast(restore=True), CudnnBenchmark=lambda: CudnnBenchmark(),
+              AutoMixedPrecision=lambda: AutoMixedPrecision('bf16'), ThroughputTimer=lambda: ThroughputTimer(warmup=1),
+              SyncDebug=lambda: SyncDebug(show=False), Profiler=lambda: Profiler(wait=1, warmup=1, active=1, show=False),
+              Compile=lambda: Compile())
+    return [mk[n]() for n in names if n in mk]
+
+def snapshot(learn=None):
+    "Process-wide state a callback could leave changed, and the Learner's own leftovers"
+    s = dict(cudnn_benchmark=torch.backends.cudnn.benchmark, cudnn_deterministic=torch.backends.cudnn.deterministic,
+             cudnn_tf32=torch.backends.cudnn.allow_tf32, matmul_tf32=torch.backends.cuda.matmul.allow_tf32,
+             matmul_precision=torch.get_float32_matmul_precision(), grad=torch.is_grad_enabled(),
+             autocast_cpu=torch.is_autocast_enabled('cpu'), autocast_cuda=torch.is_autocast_enabled('cuda'),
+             inference_mode=torch.is_inference_mode_enabled(), to_device=id(fdl.to_device), default_dtype=str(torch.get_default_dtype()))
+    if learn is not None:
+        mods = list(learn.model.modules())
+        s.update(hooks=sum(len(m._forward_hooks)+len(m._forward_pre_hooks)+len(m._backward_hooks)+len(getattr(m, '_backward_pre_hooks', {}))
+                           for m in mods),
+                 fit_exit=len(getattr(learn, '_fp_exit', None) or []), call_one='_call_one' in learn.__dict__,
+                 set_device='_set_device' in learn.__dict__, cbs=sorted(type(c).__name__ for c in learn.cbs),
+                 param_dtypes=sorted({str(p.dtype) for p in learn.model.parameters()}))
+    return s
+
+def same_state(before, learn, what):
+    after = snapshot(learn)
+    diff = {k:(before[k], after[k]) for k in before if before[k]!=after[k]}
+    if 'cbs' in diff and 'CastToTensor' in diff['cbs'][0] and 'CastToTensor' not in diff['cbs'][1]:
+        print("KNOWN fastai's CastToTensor removed from the Learner")
+        del diff['cbs'] # recorded, not asserted: see test_workflows
+    assert not diff, f"{what} left state changed: {diff}"
+
+def channels_last_params(model):
+    return sum(p.dim()==4 and p.is_contiguous(memory_format=torch.channels_last) and not p.is_contiguous() for p in model.parameters())
+
+def tiny_arch(pretrained=False, **kwargs):
+    "The tiniest conv body vision_learner accepts (for Compile: compiling resnet18 takes minutes on this CPU)"
+    return nn.Sequential(ConvLayer(3, 8, stride=2), ConvLayer(8, 16, stride=2), nn.AdaptiveAvgPool2d(1))
+
+def image_session(cfg, data, work, res):
+    names = CONFIGS[cfg]
+    files = get_image_files(data)
+    set_seed(0)
+    dls = ImageDataLoaders.from_folder(data, train='train', valid='valid', bs=8, seed=0, num_workers=0,
+                                       batch_tfms=[Flip(), Normalize.from_stats(*imagenet_stats)])
+    n_valid,vocab = len(dls.valid_ds),list(dls.vocab)
+    arch = tiny_arch if cfg=='compile' else resnet18
+    if cfg=='compile': # the baseline for this arch: plain fastai, same seed, same schedule
+        set_seed(0)
+        lp = vision_learner(dls, arch, pretrained=False, metrics=accuracy, path=work)
+        with lp.no_bar(), lp.no_logging(): lp.fit_one_cycle(5, 1e-2)
+        res['accuracy_plain'] = float(lp.validate()[1])
+        set_seed(0)
+    learn = vision_learner(dls, arch, pretrained=False, metrics=accuracy, cbs=make_cbs(names), path=work)
+    if 'to_fastperf' in names: learn.to_fastperf()
+    learn.model_dir = work/'models'
+    state = snapshot(learn)
+    t0 = time.time()
+    small = cfg=='compile' # compiling recompiles for each new batch shape: fewer entry points there
+    if not small:
+        # lr_find: returns suggestions, restores the weights
+        w0 = [p.detach().clone() for p in learn.model.parameters()]
+        sug = learn.lr_find(num_it=6, show_plot=False)
+        assert sug.valley>0, sug
+        assert all(torch.equal(a, b) for a,b in zip(w0, learn.model.parameters())), "lr_find changed the weights"
+        same_state(state, learn, 'lr_find')
+    # the accuracy a user gets: 5 epochs of fit_one_cycle from scratch on a learnable task (plain fastai: 1.0 here)
+    learn.fit_one_cycle(5, 1e-2)
+    same_state(state, learn, 'fit_one_cycle')
+    res['accuracy'] = float(learn.validate()[1])
+    if not small:
+        # fine_tune: frozen body first, then all of it; and several fits on one Learner
+        learn.fine_tune(1, 1e-3, freeze_epochs=1)
+        assert learn.opt.frozen_idx==0, learn.opt.frozen_idx
+    learn.fit(1, 1e-4)
+    same_state(state, learn, 'fine_tune/fit')
+    if 'ChannelsLast' in names: assert channels_last_params(learn.model)==0, "ChannelsLast(restore=True) left the model channels-last"
+    # validate and get_preds, in every form
+    loss,acc = learn.validate()
+    preds,targs,losses = learn.get_preds(with_loss=True)
+    assert preds.shape==(n_valid, len(vocab)) and targs.shape==(n_valid,) and losses.shape==(n_valid,), (preds.shape, targs.shape, losses.shape)
+    assert torch.allclose(preds.sum(1), torch.ones(n_valid), atol=1e-3), "predictions are not probabilities"
+    assert abs(float(losses.mean())-float(loss))<0.05*max(1., float(loss)), (float(losses.mean()), float(loss))
+    assert abs(float((preds.argmax(1)==targs).float().mean())-float(acc))<1e-6
+    _,_,dec = learn.get_preds(with_decoded=True)
+    assert torch.equal(dec, preds.argmax(1))
+    tdl = dls.test_dl(files[:5])
+    tp,tt = learn.get_preds(dl=tdl)
+    assert tp.shape==(5, len(vocab)) and tt is None, (tp.shape, tt)
+    same_state(state, learn, 'get_preds/validate')
+    # predict one file
+    lbl,idx,probs = learn.predict(files[0])
+    assert lbl in vocab and vocab[int(idx)]==lbl and probs.shape==(len(vocab),), (lbl, idx, probs.shape)
+    # save / load: same predictions
+    learn.save('stage1')
+    p1 = learn.get_preds()[0]
+    learn.fit(1, 1e-3)
+    learn.load('stage1')
+    assert torch.allclose(learn.get_preds()[0], p1, atol=1e-4), "load did not bring the saved weights back"
+    # export / load_learner, then predict in the loaded Learner
+    learn.export(work/'export.pkl')
+    l2 = load_learner(work/'export.pkl')
+    lbl2,idx2,probs2 = l2.predict(files[0])
+    lbl1,_,probs1 = learn.predict(files[0])
+    assert lbl2==lbl1 and torch.allclose(probs1, probs2, atol=2e-2), (lbl1, lbl2, probs1, probs2)
+    same_state(state, learn, 'predict/save/load/export')
+    res['entry_points'] = ['fit_one_cycle', 'several fits', 'validate', 'get_preds', 'with_loss', 'with_decoded', 'test_dl', 'predict',
+                           'save/load', 'export/load_learner+predict']
+    if small:
+        res['seconds'] = time.time()-t0
+        return learn
+    # tta
+    tp,tt = learn.tta(n=2)
+    assert tp.shape==(n_valid, len(vocab)) and tt.shape==(n_valid,)
+    # ClassificationInterpretation
+    interp = ClassificationInterpretation.from_learner(learn)
+    cm = interp.confusion_matrix()
+    assert cm.shape==(len(vocab), len(vocab)) and cm.sum()==n_valid, cm
+    top_l,top_i = interp.top_losses(k=3)
+    assert len(top_l)==3 and len(top_i)==3
+    # show_results (Agg backend: draws, shows nothing)
+    learn.show_results(max_n=4); plt.close('all')
+    same_state(state, learn, 'tta/interpretation/show_results')
+    # fastai's training callbacks next to fastperf's
+    learn.fit(1, 1e-3, cbs=GradientAccumulation(n_acc=32))
+    learn.fit(4, 1e-3, cbs=[SaveModelCallback(monitor='valid_loss', fname='best'), EarlyStoppingCallback(monitor='valid_loss', patience=1, min_delta=10.)])
+    assert learn.recorder.values and len(learn.recorder.values)==2, ("EarlyStopping did not stop after patience=1", len(learn.recorder.values))
+    assert (work/'models'/'best.pth').exists()
+    learn.fit(1, 1e-3, cbs=MixUp())
+    same_state(state, learn, 'GradientAccumulation/SaveModel/EarlyStopping/MixUp')
+    # fastperf callbacks passed to fit(cbs=...) instead of the Learner: they run in the fit and leave with it
+    l3 = vision_learner(dls, resnet18, pretrained=False, metrics=accuracy, path=work)
+    s3,cbs = snapshot(l3),make_cbs(names)
+    l3.fit_one_cycle(1, 1e-2, cbs=cbs)
+    assert not any(any(c is cb for c in l3.cbs) for cb in cbs)
+    after3 = snapshot(l3)
+    # the Learner's own callbacks after the fit, recorded rather than asserted: a known bug in fastperf.cast (see test_workflows)
+    res['fit_cbs_learner_cbs'] = [s3['cbs'], after3['cbs']]
+    same_state({k:v for k,v in s3.items() if k!='cbs'}, l3, 'fit(cbs=...)')
+    # fastai's to_fp16()/to_bf16() next to fastperf's callbacks
+    for conv in ('to_bf16', 'to_fp16'): # fastai's MixedPrecision is CUDA autocast: on this CPU it must at least not break anything
+        l4 = vision_learner(dls, resnet18, pretrained=False, metrics=accuracy, cbs=make_cbs(names), path=work)
+        getattr(l4, conv)()
+        if 'to_fastperf' in names: l4.to_fastperf()
+        s4 = snapshot(l4)
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore') # fastai's CUDA autocast warns on a CPU-only machine
+            l4.fit(1, 1e-3)
+            p4 = l4.get_preds()[0]
+        assert p4.shape==(n_valid, len(vocab)) and torch.isfinite(p4).all(), conv
+        same_state(s4, l4, conv)
+    res['entry_points'] += ['lr_find', 'fine_tune', 'tta', 'ClassificationInterpretation', 'show_results', 'GradientAccumulation',
+                            'SaveModelCallback', 'EarlyStoppingCallback', 'MixUp', 'fit(cbs=...)', 'to_bf16', 'to_fp16']
+    res['seconds'] = time.time()-t0
+    return learn
+
+def tabular_session(cfg, work, res):
+    "A fastai tabular learner on a small frame, with every fastperf callback (the image ones must be harmless) and to_fastperf()"
+    names = CONFIGS[cfg]
+    rng = np.random.default_rng(0)
+    n = 400
+    df = pd.DataFrame(dict(a=rng.normal(size=n), b=rng.normal(size=n), c=rng.choice(['x','y','z'], n)))
+    df['y'] = np.where(df.a+0.5*(df.c=='x')>0.2, 'pos', 'neg')
+    set_seed(0)
+    dls = TabularDataLoaders.from_df(df, path=work, procs=[Categorify, FillMissing, TabNormalize], cat_names=['c'], cont_names=['a','b'],
+                                     y_names='y', y_block=CategoryBlock(), valid_idx=list(range(300, 400)), bs=32, num_workers=0)
+    def run(cbs, to_fp):
+        set_seed(0)
+        learn = tabular_learner(dls, layers=[32, 16], n_out=2, metrics=accuracy, cbs=cbs) # n_out: fastai 2.8's get_c gives an L here (a fastai bug)
+        if to_fp: learn.to_fastperf()
+        state = snapshot(learn)
+        learn.fit_one_cycle(4, 1e-2)
+        learn.fit(1, 1e-3)
+        same_state(state, learn, 'tabular fit')
+        loss,acc = learn.validate()
+        preds,targs = learn.get_preds()
+        assert preds.shape==(100, 2) and targs.shape==(100, 1), (preds.shape, targs.shape)
+        row,cls,probs = learn.predict(df.iloc[0])
+        assert int(cls) in (0, 1) and probs.shape==(2,) and len(row)==1, (row, cls, probs)
+        learn.show_results(max_n=3)
+        learn.export(work/'tab.pkl')
+        l2 = load_learner(work/'tab.pkl')
+        assert int(l2.predict(df.iloc[0])[1])==int(cls)
+        same_state(state, learn, 'tabular predict/export')
+        return float(acc)
+    res['accuracy_plain'] = run(None, False)
+    res['accuracy'] = run(make_cbs(names), 'to_fastperf' in names)
+    res['entry_points'] = ['fit_one_cycle', 'several fits', 'validate', 'get_preds', 'predict', 'show_results', 'export/load_learner+predict']
+
+def main(cfg, data, work):
+    data,work = Path(data),Path(work)
+    torch.set_num_threads(1) # the suite runs two sessions side by side on a 2-core machine
+    res = dict(config=cfg)
+    before = snapshot()
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter('always')
+        learn = tabular_session(cfg, work, res) if cfg=='tabular' else image_session(cfg, data, work, res)
+    res['warnings'] = sorted({str(x.message)[:200] for x in w if 'fastperf' in str(x.filename) or 'fastperf' in str(x.message)
+                              or 'ThroughputTimer' in str(x.message)})
+    after = snapshot()
+    assert before==after, {k:(before[k], after[k]) for k in before if before[k]!=after[k]}
+    if 'ThroughputTimer' in CONFIGS[cfg] and cfg!='tabular':
+        t = learn.throughput_timer # after predictions, exports and more fits: the last fit's numbers, a report and a verdict
+        res['timer'] = dict(samples_per_sec=t.samples_per_sec, verdict=t.verdict())
+        assert t.samples_per_sec>0 and len(t.report())==9
+    if 'Profiler' in CONFIGS[cfg] and cfg!='tabular': res['profiled'] = learn.profiler.table is not None
+    print('RESULT ' + json.dumps(res))
+
+if __name__=='__main__': main(*sys.argv[1:4])
