@@ -23,8 +23,11 @@ from .profile import *
 from .recommend import *
 from .distributed import *
 from .bench import *
+from .inference import *
+from .tune import *
+from .parity import *
 
 # %% ../nbs/99_all.ipynb #eac146a0
-_modules = 'core data cast channelslast cudnn precision compiler timer pipeline optim profile recommend distributed bench'.split()
+_modules = 'core data cast channelslast cudnn precision compiler timer pipeline optim profile recommend distributed bench inference tune parity'.split()
 __all__ = [name for mod in _modules for name in importlib.import_module(f'fastperf.{mod}').__all__ if name!='main']
-del main # `fastperf-bench`'s entry point stays in `fastperf.bench`
+del main # the entry points of `fastperf-bench` and `fastperf-parity` stay in their modules

@@ -11,6 +11,7 @@ from pathlib import Path
 import torch, numpy as np, pandas as pd
 from torch import nn
 from fastcore.basics import *
+from fastcore.imports import noop
 from .core import env_info, device_sync, measure_fit
 
 # %% auto #0
