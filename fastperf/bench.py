@@ -85,10 +85,10 @@ def default_sweep(device=None)->dict:
     device = torch.device(device if device is not None else ('cuda' if torch.cuda.is_available() else 'cpu'))
     if device.type=='cuda':
         return dict(models=['resnet50','vit_b_16'], bs=[64], size=224, features=['subclass','channels_last','precision','compile'],
-                    precision=['fp32','bf16'], compile_modes=['default'], mode='train', steps=20, warmup=5, budget=600, min_rounds=5)
+                    precision=['fp32','bf16'], compile_modes=['default'], mode='train', steps=20, warmup=5, budget=600, min_rounds=5, min_window=0.5)
     # 64px: at 32px a resnet18's layers are too small for bf16 kernels to pay off on CPU (measured: bf16 0.70x at 32px)
     return dict(models=['resnet18','tiny_vit'], bs=[32], size=64, features=['subclass','channels_last','precision'],
-                precision=['fp32','bf16'], compile_modes=['default'], mode='train', steps=6, warmup=3, budget=150, min_rounds=4)
+                precision=['fp32','bf16'], compile_modes=['default'], mode='train', steps=6, warmup=3, budget=240, min_rounds=5, min_window=1.0)
 
 def quick_sweep(device=None)->dict:
     "A CI-sized sweep (a couple of minutes on 2 CPU cores): two tiny models at 32px, a few steps, no compile"
@@ -350,7 +350,7 @@ def _serve():
     args = json.loads(sys.argv[1])
     if args.get('threads'): torch.set_num_threads(args['threads'])
     c,loop = args['config'],args['loop']
-    device,window = torch.device(c['device']),None
+    device,window,steps = torch.device(c['device']),None,c['steps']
     say = lambda r: print(_MARK + json.dumps(r, default=str), flush=True)
     for line in sys.stdin:
         cmd = line.strip()
@@ -359,24 +359,26 @@ def _serve():
             if cmd=='setup':
                 t0 = time.perf_counter()
                 window,info = _fastai_loop(c, device) if loop=='fastai' else (_vanilla_loop(c, device), {})
-                window(c['warmup'], c['steps'])  # the warm-up window: first batches, allocator growth, compile; not kept
-                info.update(warmup_s=time.perf_counter()-t0, env=env_info(device))
+                w0 = window(c['warmup'], c['steps'])  # the warm-up window: first batches, allocator growth, compile; not kept
+                if args.get('min_window'): # as blocked_autorange does: windows long enough for the clock and the machine's jitter
+                    steps = max(c['steps'], math.ceil(args['min_window']*c['steps']/max(w0['seconds'], 1e-6)))
+                info.update(warmup_s=time.perf_counter()-t0, env=env_info(device), window_steps=steps)
                 if loop=='fastai' and c.get('accuracy'): info['accuracy'] = _accuracy(c, device)
                 say(info)
-            elif cmd=='window': say(window(1, c['steps']))  # 1 untimed step: the DataLoader's start stays out of the window
+            elif cmd=='window': say(window(1, steps))  # 1 untimed step: the DataLoader's start stays out of the window
             else: say(dict(error=f"unknown command {cmd!r}", oom=False))
         except Exception as e: say(_err(e))
 
 class _Worker:
     "The parent's handle on one worker process: `ask` sends a command and waits (at most `timeout` s) for its answer"
-    def __init__(self, c:dict, loop:str, threads:int=None, timeout:float=900):
+    def __init__(self, c:dict, loop:str, threads:int=None, timeout:float=900, min_window:float=0):
         import tempfile, threading, queue
         store_attr('c,loop,timeout'); self.error,self.q = None,queue.Queue()
         code = 'from fastperf.bench import _serve; _serve()'
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.getcwd()] + [p for p in os.environ.get('PYTHONPATH','').split(os.pathsep) if p]))
         env.setdefault('PYTHONWARNINGS', 'ignore')
         self.stderr = tempfile.TemporaryFile(mode='w+')
-        self.p = subprocess.Popen([sys.executable, '-c', code, json.dumps(dict(config=c, loop=loop, threads=threads))], stdin=subprocess.PIPE,
+        self.p = subprocess.Popen([sys.executable, '-c', code, json.dumps(dict(config=c, loop=loop, threads=threads, min_window=min_window))], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, stderr=self.stderr, text=True, env=env, bufsize=1)
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -489,22 +491,22 @@ def _rotation(slots:list, r:int, min_rounds:int)->list:
     return slots[k:]+slots[:k]
 
 def _measure_group(cfgs:list, budget:float, min_rounds:int=3, max_rounds:int=30, tol:float=0.05, threads:int=None,
-                   timeout:float=900, log=None)->tuple:
+                   timeout:float=900, log=None, min_window:float=0)->tuple:
     "Both loops of every configuration in `cfgs` (one comparison group), timed in interleaved rounds; the rows and the round orders"
     log = log or noop
     state = {}
-    first = {c['key']:{l:_Worker(c, l, threads, timeout) for l in ('fastai','vanilla')} for c in cfgs} # their imports overlap
+    first = {c['key']:{l:_Worker(c, l, threads, timeout, min_window) for l in ('fastai','vanilla')} for c in cfgs} # their imports overlap
     for c in cfgs:  # set up one at a time, so warm-ups (and their warmup_s) never overlap
         bs,notes = c['bs'],[]
         while True:
-            ws = first.pop(c['key'], None) or {l:_Worker(dict(c, bs=bs), l, threads, timeout) for l in ('fastai','vanilla')}
+            ws = first.pop(c['key'], None) or {l:_Worker(dict(c, bs=bs), l, threads, timeout, min_window) for l in ('fastai','vanilla')}
             info = {l:w.ask('setup') for l,w in ws.items()}
             if not any(i.get('oom') for i in info.values()) or bs==1: break
             notes.append(f"out of memory at bs={bs} ({'fastai' if info['fastai'].get('oom') else 'vanilla'})")
             _close_all(ws.values()); bs //= 2
         state[c['key']] = dict(c=c, bs=bs, notes=notes, ws=ws, info=info, wins={'fastai':[], 'vanilla':[]})
     slots = [(k,l) for k,s in state.items() for l in ('fastai','vanilla')]
-    orders,t0,r = [],time.perf_counter(),0
+    orders,t0,r,spent = [],time.perf_counter(),0,0.
     while r<max_rounds:
         live = [(k,l) for k,l in slots if not state[k]['ws'][l].error]
         if not live: break
@@ -521,7 +523,7 @@ def _measure_group(cfgs:list, budget:float, min_rounds:int=3, max_rounds:int=30,
         log(f"  round {r}: {spent:.0f} s, widest interval {widest:.1%}" if math.isfinite(widest) else f"  round {r}: {spent:.0f} s")
         if r>=min_rounds and (widest<=tol or spent*(r+1)/r>budget): break
     for s in state.values(): _close_all(s['ws'].values())
-    return [_group_row(s) for s in state.values()], orders
+    return [_group_row(s) for s in state.values()], orders, spent
 
 def _widest(df:pd.DataFrame)->float:
     "The widest relative interval (hi/lo - 1) among the rows' throughputs and ratios"
@@ -728,10 +730,11 @@ def plot_interactions(df:pd.DataFrame, # Rows of a sweep
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v,_: f'{v:g}x')); ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_yticks(range(len(feats))); ax.set_yticklabels(feats, fontsize=8); ax.set_ylim(-0.6, len(feats)-0.4)
         ax.set_xlabel('speedup from switching the feature on'); ax.set_title(f"{model}, {mode}", fontsize=10)
-        ax.legend(fontsize=7)
+    h,l = axs[0,0].get_legend_handles_labels() # one legend, below the panels, where it hides no dot
     fig.suptitle('Each feature with the others held fixed (one dot per context, 95% interval; grey: not distinguishable from 1x)', fontsize=10)
     fig.tight_layout()
-    if fname: fig.savefig(fname, dpi=100)
+    fig.legend(h, l, loc='upper center', bbox_to_anchor=(0.5, 0), ncol=4, fontsize=7, frameon=False)
+    if fname: fig.savefig(fname, dpi=100, bbox_inches='tight')
     return fig
 
 # %% ../nbs/13_bench.ipynb #41f0eeab
@@ -877,7 +880,7 @@ def bench(models:list=None, # Models: fastperf built-ins, torchvision names or '
           plots:bool=True, # Write throughput.png and interactions.png
           show_progress:bool=True, # Progress: a bar on a terminal, else one line per round and per finished configuration
           nproc:int=1, # Also train each training configuration with DDP in this many processes and report scaling efficiency (1: no)
-          budget:float=None, # Seconds of timed rounds for the whole sweep; the first `min_rounds` rounds always run (default: 45 quick, 150 CPU, 600 GPU)
+          budget:float=None, # Seconds of timed rounds for the whole sweep; the first `min_rounds` rounds always run (default: 45 quick, 240 CPU, 600 GPU)
           min_rounds:int=None, # Rounds always measured (>= 2); more follow until every interval is narrower than 5% or the budget is spent
           max_rounds:int=30, # Rounds at most per comparison group
          )->pd.DataFrame:
@@ -905,11 +908,12 @@ def bench(models:list=None, # Models: fastperf built-ins, torchvision names or '
     def log(msg):
         if tty: pb.comment = msg.strip()
         elif show_progress: print(msg, flush=True)
-    rows,schedule,t0,n_done = list(done.to_dict('records')),[],time.perf_counter(),0
+    rows,schedule,timed,t0,n_done = list(done.to_dict('records')),[],0.,time.perf_counter(),0
     for i,((model,mode_,b,size_),g) in enumerate(pb):
-        left = max(0., s['budget']-(time.perf_counter()-t0))/(len(groups)-i) # what earlier groups left over passes on
+        left = max(0., s['budget']-timed)/(len(groups)-i) # what earlier groups' timed rounds left over passes on (set-ups do not count)
         log(f"{model} {mode_} bs={b} {size_}px: {len(g)} configurations x 2 loops, set-up")
-        new,orders = _measure_group(g, left, s['min_rounds'], max_rounds, _stable_width, threads, timeout, log)
+        new,orders,secs = _measure_group(g, left, s['min_rounds'], max_rounds, _stable_width, threads, timeout, log, s.get('min_window', 0))
+        timed += secs
         schedule.append(dict(model=model, mode=mode_, bs=b, size=size_, rounds=orders))
         for c,row in zip(g, new):
             if c.get('nproc',1)>1 and c['mode']=='train':
@@ -963,8 +967,8 @@ def _parser()->argparse.ArgumentParser:
     p.add_argument('--threads', type=int, help="torch threads in the workers (with --nproc: per process; default: cores // nproc)")
     p.add_argument('--nproc', type=int, default=1, help="also train each training configuration's fastai loop with DDP in N processes "
                    "(one GPU each on CUDA, gloo on CPU) and report global samples/s and scaling efficiency")
-    p.add_argument('--budget', type=float, help="seconds of timed rounds for the whole sweep; the first --min-rounds always run (default: 45 with --quick, 150 on a CPU, 600 on a GPU)")
-    p.add_argument('--min-rounds', type=int, help="interleaved rounds always measured (>= 2; default 3 with --quick, 4 on a CPU, 5 on a GPU); more follow until every interval is narrower than 5%% or the budget is spent")
+    p.add_argument('--budget', type=float, help="seconds of timed rounds for the whole sweep; the first --min-rounds always run (default: 45 with --quick, 240 on a CPU, 600 on a GPU)")
+    p.add_argument('--min-rounds', type=int, help="interleaved rounds always measured (>= 2; default 3 with --quick, 5 on a CPU and on a GPU); more follow until every interval is narrower than 5%% or the budget is spent")
     p.add_argument('--no-plots', action='store_true', help="skip the PNG plots")
     return p
 

@@ -42,6 +42,16 @@ def cast_to_tensor(x):
     return x
 
 # %% ../nbs/02_cast.ipynb #86195f12
+def _give_back(cast, learn):
+    "`cast` left `learn`: hand fastai's casts it replaced to another fastperf cast still there, else back to `learn`"
+    replaced = cast.__dict__.pop('_replaced', [])
+    if learn.__dict__.get('cast_to_tensor') is cast: delattr(learn, 'cast_to_tensor')
+    others = [c for c in learn.cbs if isinstance(c, CastToTensor) and c is not cast]
+    if others: others[0].__dict__['_replaced'] = others[0].__dict__.get('_replaced', []) + replaced
+    else:
+        for cb in replaced:
+            if cb not in learn.cbs: learn.add_cb(cb)
+
 class CastToTensor(Callback):
     "Cast every tensor subclass in the batch and the loss to `torch.Tensor` (replaces fastai's `CastToTensor`)"
     order = 9 # after callbacks that dispatch on tensor types (< 9), right before MixedPrecision (10)
@@ -52,13 +62,23 @@ class CastToTensor(Callback):
                 ): store_attr()
 
     @property
+    def name(self):
+        # fastai's `remove_cb` sets `cb.learn=None`, then deletes `learn.<cb.name>`: detached, this name is one no Learner has,
+        # so the `learn.cast_to_tensor` of the cast given back stays (`_give_back` deletes the attribute when it was this one)
+        return 'cast_to_tensor' if self.learn is not None else '_detached_fastperf_cast'
+    @property
     def learn(self): return self.__dict__.get('_learn')
     @learn.setter
     def learn(self, learn):
-        # Added to a Learner: take the place of fastai's default `CastToTensor` (never two casts)
+        # Added to a Learner: take the place of fastai's default `CastToTensor` (never two casts), and keep it;
+        # taken off (`remove_cb`, or the end of `fit(cbs=...)`): give it back, so the Learner is as it was
+        old = self.__dict__.get('_learn')
         self.__dict__['_learn'] = learn
-        if learn is None: return
-        for cb in [c for c in learn.cbs if type(c) is fastai.learner.CastToTensor]: learn.cbs.remove(cb)
+        if learn is not None:
+            replaced = [c for c in learn.cbs if type(c) is fastai.learner.CastToTensor]
+            for cb in replaced: learn.cbs.remove(cb)
+            self.__dict__['_replaced'] = self.__dict__.get('_replaced', []) + replaced
+        elif old is not None: _give_back(self, old)
 
     def before_batch(self): self.learn.xb,self.learn.yb = cast_to_tensor(self.learn.xb),cast_to_tensor(self.learn.yb)
     def after_loss(self):

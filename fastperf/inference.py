@@ -6,10 +6,11 @@ Docs: https://fastperf.github.io/fastperf/inference.html.md"""
 
 # %% ../nbs/14_inference.ipynb #0cae01e0
 from __future__ import annotations
-import time, functools, statistics, warnings
+import time, functools, statistics, warnings, queue, threading
 import torch
 from torch import nn
 from fastcore.basics import *
+from fastcore.basics import GetAttr
 from fastcore.foundation import L
 from fastai.learner import Learner
 from fastai.callback.core import Callback, CancelValidException
@@ -24,7 +25,7 @@ from .core import model_device, env_info
 from .cast import cast_to_tensor
 from .channelslast import as_channels_last, has_conv, model_to_channels_last, _param_formats, _restore_formats
 from .compiler import Compile, inference_mode_blockers, _unset_inference_tensors, _reason, _AUTOGRAD_ERRORS
-from .recommend import _learner_device, _rule_precision, _norm_precision
+from .recommend import _learner_device, _rule_precision, _norm_precision, _n_cpus
 
 # %% auto #0
 __all__ = ['inference_settings', 'FastInference', 'plain_inference', 'inference_parity', 'Predictor', 'predict_latency',
@@ -53,13 +54,59 @@ def inference_settings(learn:Learner,
     return dict(device=dev, precision=prec, channels_last=cl, why_precision=why_p, why_channels_last=why_c)
 
 # %% ../nbs/14_inference.ipynb #ada17d32
+class _Prefetch(GetAttr):
+    "`dl`'s batches made `depth` ahead in a background thread: the per-item transforms, collation and batch transforms of the next batches run while the model computes this one (torch releases the GIL), in the same order, so the same predictions"
+    _default = 'dl'
+    def __init__(self, dl, depth:int=2): self.dl,self.depth = dl,depth
+    def __len__(self): return len(self.dl)
+    def __iter__(self):
+        q,stop,end = queue.Queue(self.depth),threading.Event(),object()
+        def put(x):
+            while not stop.is_set():
+                try: q.put(x, timeout=0.05); return True
+                except queue.Full: pass
+            return False
+        def work():
+            try:
+                for b in self.dl:
+                    if not put((None, b)): return
+                put((None, end))
+            except BaseException as e: put((e, None))
+        t = threading.Thread(target=work, daemon=True, name='fastperf-prefetch')
+        t.start()
+        try:
+            while True:
+                e,b = q.get()
+                if e is not None: raise e
+                if b is end: return
+                yield b
+        finally: stop.set(); t.join()
+
 class FastInference(Callback):
     "Outside `fit`: plain tensors in channels-last for the model, float32 predictions out of autocast"
     order = 9 # with CastToTensor (9), before MixedPrecision (10) and Compile (12): the batch Compile sees is this one
     def __init__(self,
                  channels_last:bool=False, # Convert 4D/5D inputs to channels-last
                  precision:str='fp32', # 'fp32', 'bf16' or 'fp16' (autocast is entered around the loop by the Learner's methods)
+                 num_workers:int|None=None, # DataLoader workers for the inference loop (None: the loader's own)
+                 prefetch:bool=False, # Make the next batches in a background thread when the loader has no workers
                 ): store_attr()
+    def before_validate(self):
+        if self.learn.fitting: return
+        fl = getattr(self.learn.dl, 'fake_l', None) # fastai's DataLoader keeps its worker count there
+        if fl is not None and self.num_workers is not None and fl.num_workers!=self.num_workers:
+            self._workers = (fl, fl.num_workers)
+            fl.num_workers = self.num_workers
+        if self.prefetch and fl is not None and fl.num_workers==0 and len(self.learn.dl)>1:
+            self._dl = self.learn.dl
+            self.learn.dl = _Prefetch(self._dl)
+    def after_validate(self): self.restore_workers()
+    def restore_workers(self):
+        "Give the loop back its DataLoader and the DataLoader its worker count (after the loop, or from the entry point's `finally` when it raised)"
+        fl,nw = self.__dict__.pop('_workers', (None, None))
+        if fl is not None: fl.num_workers = nw
+        dl = self.__dict__.pop('_dl', None)
+        if dl is not None and isinstance(self.learn.dl, _Prefetch): self.learn.dl = dl
     def before_batch(self):
         if self.learn.fitting: return
         xb = cast_to_tensor(self.learn.xb)
@@ -89,6 +136,8 @@ def _with_fast_inference(f):
             try: return f(self, *args, **kwargs)
             finally:
                 for c in reversed(ctxs): c.__exit__(None, None, None)
+                for cb in fi['cbs']:
+                    if isinstance(cb, FastInference): cb.restore_workers()
         finally: self._fi_active = False
     _inner._fp_orig = f
     return _inner
@@ -122,17 +171,30 @@ if not getattr(_validate, '_fp_validate_im', False):
     Learner.validate = _validate_fast
 
 # %% ../nbs/14_inference.ipynb #c971ddd8
+def _inference_workers(dev, workers)->tuple:
+    "(num_workers for inference loops or None to keep the loader's, reason)"
+    if workers is False: return None,"asked to keep the loader's"
+    if workers is not None and workers is not True: return int(workers),"asked for"
+    n = _n_cpus()
+    if dev.type=='cpu' and n<=4: return 0,(f"a {n}-core CPU, where a worker process takes cores from the model and each "
+                                            "loop starts its workers anew")
+    return None,"the loader's own (a GPU, or a CPU with cores to spare)"
+
 @patch
 def to_fast_inference(self:Learner,
                       channels_last:bool|None=None, # None: the rule for the device and model (conv models on CUDA, or on CPU with bf16)
                       precision:str|None=None, # None: the rule (bf16 on CUDA if supported, else fp16; bf16 on a CPU with avx512_bf16/AMX for conv models); 'fp32', 'bf16', 'fp16'
                       compile:bool=False, # Also compile the model (`Compile`) for inference loops
                       inference_mode:bool=True, # `torch.inference_mode` instead of `no_grad` (falls back where unsafe)
+                      workers:int|bool|None=None, # DataLoader workers in inference loops; None: the rule (0 on a CPU of <= 4 cores); False: keep the loader's
+                      prefetch:bool=False, # In loops without DataLoader workers, make the next batches in a background thread while the model runs (slower on a 2-core CPU, where the thread takes a core from the model)
                       verbose:bool=True, # Print what was set and why
                      ):
     "Make `get_preds`, `predict`, `validate` and `tta` run with fast inference settings; `remove_fast_inference` undoes it"
     s = inference_settings(self, channels_last, precision)
-    want = dict(device=s['device'], precision=s['precision'], channels_last=s['channels_last'], compile=bool(compile), inference_mode=bool(inference_mode))
+    nw,why_w = _inference_workers(s['device'], workers)
+    want = dict(device=s['device'], precision=s['precision'], channels_last=s['channels_last'], compile=bool(compile), inference_mode=bool(inference_mode),
+                workers=nw, prefetch=bool(prefetch))
     cur = self.__dict__.get('_fast_inference')
     if cur is not None:
         if all(cur[k]==v for k,v in want.items()):
@@ -144,7 +206,9 @@ def to_fast_inference(self:Learner,
     if s['channels_last']:
         fi['formats'] = _param_formats(self.model)
         model_to_channels_last(self.model)
-    cb = FastInference(channels_last=s['channels_last'], precision=s['precision'])
+    cb = FastInference(channels_last=s['channels_last'], precision=s['precision'], num_workers=nw, prefetch=bool(prefetch))
+    lines.append(f"workers      {'kept' if nw is None else f'num_workers={nw}'}: {why_w}")
+    if prefetch: lines.append("prefetch     on where the loop has no workers: the next batches are made in a thread while the model runs")
     self.add_cb(cb); fi['cbs'].append(cb)
     if compile:
         if any(isinstance(c, Compile) for c in self.cbs): lines.append("compile      kept the Learner's Compile")
@@ -175,6 +239,19 @@ def remove_fast_inference(self:Learner,
     self.to_inference_mode(fi['prev_inference_mode'])
     if verbose: print(f"remove_fast_inference: removed {len(fi['cbs'])} callback(s), restored the model's memory format and the grad mode")
     return self
+
+# %% ../nbs/14_inference.ipynb #8d8349cd
+from fastai.data.core import DataLoaders
+_test_dl = DataLoaders.test_dl
+@functools.wraps(_test_dl)
+def _test_dl_checked(self, test_items, *args, **kwargs):
+    if hasattr(test_items, '__len__') and len(test_items)==0:
+        raise ValueError("test_dl: `test_items` is empty, so there is nothing to predict on; "
+                         "pass at least one item (file names, images, rows of a DataFrame, ...)")
+    return _test_dl(self, test_items, *args, **kwargs)
+if not getattr(_test_dl, '_fp_checked', False):
+    _test_dl_checked._fp_checked = True
+    DataLoaders.test_dl = _test_dl_checked
 
 # %% ../nbs/14_inference.ipynb #5259d03f
 def plain_inference(model:nn.Module, # The model (put in eval mode; its memory format is converted and restored with `channels_last`)
@@ -256,7 +333,9 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
                 res[k].append(n/secs); preds[k] = p
     finally:
         if had is not None: learn.to_fast_inference(channels_last=had['channels_last'], precision=had['precision'], compile=had['compile'],
-                                                   inference_mode=had['inference_mode'], verbose=False)
+                                                   inference_mode=had['inference_mode'],
+                                                   workers=False if had.get('workers') is None else had['workers'],
+                                                   prefetch=had.get('prefetch', False), verbose=False)
     ref = statistics.median(res['plain loop, same features'])
     df = pd.DataFrame([dict(loop=k, img_per_sec=statistics.median(v), min=min(v), max=max(v)) for k,v in res.items()])
     df['vs_plain_same_features'] = df.img_per_sec/ref
@@ -283,6 +362,7 @@ class Predictor:
 
     def batch(self, items:list):
         "The model's input batch for `items`, on the device, after the batch transforms"
+        if not len(items): raise ValueError("Predictor: no items to predict (an empty list)")
         dl = self._dl(items[0])
         samples = [dl.after_item(tuple(tl.tfms(o) for tl in dl.dataset.tls)) for o in items]
         b = dl.do_batch(samples)

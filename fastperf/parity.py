@@ -25,6 +25,7 @@ from fasttransform import Transform
 from .core import device_sync, env_info, measure_fit
 from .data import small_cnn
 from .channelslast import ChannelsLast
+from .optim import _fused_ok
 from .cudnn import CudnnBenchmark
 from .precision import AutoMixedPrecision
 import fastperf.recommend # Learner.to_fastperf
@@ -43,7 +44,7 @@ def parity_config(device=None, # 'cpu', 'cuda', ... (default: CUDA when availabl
     "The parity benchmark's configuration for `device`: issue 13's CPU case, or ResNet-50 on device-resident data on a GPU"
     dev = torch.device(device or ('cuda' if torch.cuda.is_available() else 'cpu'))
     if dev.type=='cuda': c = dict(arch='resnet50', size=224, bs=256, data='device', steps=20, warmup=5, rounds=3, loss_steps=10, infer_batches=8)
-    else: c = dict(arch='resnet18', size=64, bs=32, data='datablock', steps=10, warmup=3, rounds=3, loss_steps=8, infer_batches=4)
+    else: c = dict(arch='resnet18', size=64, bs=32, data='datablock', steps=10, warmup=3, rounds=3, loss_steps=8, infer_batches=32)
     c.update(device=str(dev), n_classes=10, lr=1e-3, seed=0, num_workers=None, lightning=True, infer=True, precision='auto', channels_last='auto')
     if quick: c.update(arch='resnet18', size=32, bs=8, steps=3, warmup=1, rounds=2, loss_steps=3, infer_batches=2, num_workers=0)
     bad = set(kwargs)-set(c)
@@ -137,7 +138,8 @@ class PlainLoop:
         self.device = torch.device(device)
         self.model = model.to(self.device)
         if channels_last: self.model.to(memory_format=torch.channels_last)
-        self.opt = fastai_adam_as_torch(self.model, lr=lr, foreach=True, **(opt_kw or {}))
+        impl = dict(fused=True) if _fused_ok(list(self.model.parameters())) else dict(foreach=True) # what to_fastperf's TorchOptimizer picks
+        self.opt = fastai_adam_as_torch(self.model, lr=lr, **{**impl, **(opt_kw or {})})
         self.mean = torch.tensor(MEAN, device=self.device).view(1,3,1,1)
         self.std = torch.tensor(STD, device=self.device).view(1,3,1,1)
         self.scaler = torch.amp.GradScaler(self.device.type, enabled=precision=='fp16')

@@ -157,8 +157,12 @@ def to_fastperf(self:Learner,
                 opt:bool=True, # Swap fastai's `Adam`/`SGD` for `TorchOptimizer` where the update is the same
                 workers:int|bool|None=None, # None: the rule (0 workers on a CPU with <=4 cores; pinned memory on CUDA); an int: that many; False: leave the loaders alone
                 uint8:bool=True, # Send image batches to the device as uint8 and convert/normalize them there (`uint8_batches`)
+                tune:bool|dict=False, # Choose by timing candidate feature sets on this model and its batches instead of by the rules: `tune_fastperf` (cached), a dict for its arguments
                ):
     "Make the whole training loop fast: fastperf's callbacks, the optimizer and the DataLoader, chosen for `self`'s device and model; `undo_fastperf` reverts it"
+    if tune:
+        import fastperf.tune # noqa: F401 (patches Learner.tune_fastperf)
+        return self.tune_fastperf(**{'compile':compile or None, 'verbose':verbose, **(tune if isinstance(tune, dict) else {})})
     dev = _learner_device(self)
     u = _undo_record(self)
     lines = []

@@ -96,3 +96,19 @@ _CASES = [(g,f'{n}/{e}') for g,names in _GROUPS.items() for n in names.split(','
 def test_untrained_inference(group, case):
     "The callback runs in the entry point on a never-trained Learner, and its predictions match a Learner without it"
     assert _results(group)[case]=='ok', _results(group)[case]
+
+def test_empty_test_set_says_so():
+    "An empty test set gets a clear ValueError from the installed package (fastai alone: an IndexError from deep inside)"
+    code = textwrap.dedent(r'''
+    import warnings; warnings.filterwarnings('ignore')
+    from fastai.vision.all import *
+    from fastperf.all import *
+    learn = Learner(synthetic_dls(n_train=16, n_valid=8, size=16, bs=4, device='cpu'), small_cnn(nf=4), loss_func=CrossEntropyLossFlat())
+    for f in (lambda: learn.dls.test_dl([]), lambda: learn.predictor().predict_many([])):
+        try: f(); print('NO ERROR')
+        except ValueError as e: print('VALUEERROR', e)
+    ''')
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+    lines = [l for l in r.stdout.splitlines() if l.split(' ')[0] in ('VALUEERROR', 'NO')]
+    assert len(lines)==2 and all(l.startswith('VALUEERROR') for l in lines), r.stdout[-2000:]+r.stderr[-2000:]
+    assert '`test_items` is empty' in lines[0] and 'no items' in lines[1], lines

@@ -81,15 +81,10 @@ def test_workflow(sessions, cfg):
     print(cfg, {k:res[k] for k in res if k not in ('entry_points',)})
     if 'fit_cbs_learner_cbs' in res: # callbacks given to fit(cbs=...) leave the Learner's own callbacks as they were
         before,after = res['fit_cbs_learner_cbs']
-        if 'CastToTensor' in before and 'CastToTensor' not in after: pytest.xfail(CAST_BUG) # checked (strictly) below
         assert before==after, res['fit_cbs_learner_cbs']
 
-CAST_BUG = ("fastperf.cast.CastToTensor (nbs/02_cast.ipynb, not this suite's to fix): its `learn` setter removes fastai's default "
-            "CastToTensor from learn.cbs when it is added, and nothing puts it back when it leaves, so `learn.fit(cbs=CastToTensor())` "
-            "leaves the Learner without fastai's CastToTensor for every later fit/get_preds")
-
-@pytest.mark.xfail(strict=True, reason=CAST_BUG)
 @pytest.mark.parametrize('cfg', ['cast', 'all'])
 def test_fit_cbs_cast_keeps_learner_callbacks(sessions, cfg):
+    "fastperf's CastToTensor given to fit(cbs=...) replaces fastai's for that fit only: fastai's is back after it"
     before,after = _ok(sessions, cfg)['fit_cbs_learner_cbs']
     assert before==after, (before, after)

@@ -168,7 +168,7 @@ def image_session(cfg, data, work, res):
     l3.fit_one_cycle(1, 1e-2, cbs=cbs)
     assert not any(any(c is cb for c in l3.cbs) for cb in cbs)
     after3 = snapshot(l3)
-    # the Learner's own callbacks after the fit, recorded rather than asserted: a known bug in fastperf.cast (see test_workflows)
+    # the Learner's own callbacks before and after the fit (test_workflows requires them equal: fastai's CastToTensor is given back)
     res['fit_cbs_learner_cbs'] = [s3['cbs'], after3['cbs']]
     same_state({k:v for k,v in s3.items() if k!='cbs'}, l3, 'fit(cbs=...)')
     # fastai's to_fp16()/to_bf16() next to fastperf's callbacks
