@@ -25,7 +25,7 @@ from .core import model_device, env_info
 from .cast import cast_to_tensor
 from .channelslast import as_channels_last, has_conv, model_to_channels_last, _param_formats, _restore_formats
 from .compiler import Compile, inference_mode_blockers, _unset_inference_tensors, _reason, _AUTOGRAD_ERRORS
-from .recommend import _learner_device, _rule_precision, _norm_precision, _n_cpus
+from .recommend import _learner_device, _rule_precision, _norm_precision, _n_cpus, _worker_rule
 
 # %% auto #0
 __all__ = ['inference_settings', 'FastInference', 'plain_inference', 'inference_parity', 'Predictor', 'predict_latency',
@@ -175,9 +175,9 @@ def _inference_workers(dev, workers)->tuple:
     "(num_workers for inference loops or None to keep the loader's, reason)"
     if workers is False: return None,"asked to keep the loader's"
     if workers is not None and workers is not True: return int(workers),"asked for"
-    n = _n_cpus()
-    if dev.type=='cpu' and n<=4: return 0,(f"a {n}-core CPU, where a worker process takes cores from the model and each "
-                                            "loop starts its workers anew")
+    nw,_,_ = _worker_rule(dev) # training's rule, which holds for inference loops too
+    if nw is not None: return nw,(f"a {_n_cpus()}-core CPU, where a worker process takes cores from the model and each "
+                                  "loop starts its workers anew")
     return None,"the loader's own (a GPU, or a CPU with cores to spare)"
 
 @patch

@@ -44,10 +44,11 @@ def _cycle(dl):
         for b in dl: n += 1; yield b
         if n==0: raise ValueError("tune_workers: the training DataLoader yields no batches")
 
-def _set_loader(dls, num_workers, pin_memory):
+def _set_loader(dls, num_workers=None, pin_memory=None):
+    "Set every loader's worker count and pinning (None: keep it)"
     for dl in dls.loaders:
-        dl.fake_l.num_workers = num_workers
-        dl.pin_memory = dl.fake_l.pin_memory = pin_memory
+        if num_workers is not None: dl.fake_l.num_workers = num_workers
+        if pin_memory is not None: dl.pin_memory = dl.fake_l.pin_memory = pin_memory
 
 # %% ../nbs/08_pipeline.ipynb #3cc5a408
 def _time_loader(learn, dl, batches, warmup, with_model):

@@ -18,7 +18,7 @@ from .cast import CastToTensor
 from .channelslast import ChannelsLast, has_conv
 from .cudnn import CudnnBenchmark
 from .precision import AutoMixedPrecision, cpu_has_bf16
-from .pipeline import uint8_batches
+from .pipeline import uint8_batches, _set_loader
 from .optim import TorchOptimizer
 
 # %% auto #0
@@ -119,11 +119,6 @@ def _restore_loaders(state:list):
         dl.after_item,dl.after_batch = ai,ab
         for t,m,s in norms: t.mean,t.std = m,s
 
-def _set_workers(dls, num_workers=None, pin_memory=None):
-    for dl in dls.loaders:
-        if num_workers is not None: dl.fake_l.num_workers = num_workers
-        if pin_memory is not None: dl.pin_memory = dl.fake_l.pin_memory = pin_memory
-
 # %% ../nbs/11_recommend.ipynb #b93aa60c
 def _swap_opt(learn)->tuple:
     "Swap fastai's optimizer for `TorchOptimizer` when the update is the same: (changed, log line)"
@@ -182,7 +177,7 @@ def to_fastperf(self:Learner,
         else: nw,pin,why = int(workers),None,f"num_workers={int(workers)}: asked for"
         if why is not None:
             before = [(dl.fake_l.num_workers, dl.pin_memory) for dl in self.dls.loaders]
-            _set_workers(self.dls, nw, pin)
+            _set_loader(self.dls, nw, pin)
             after = [(dl.fake_l.num_workers, dl.pin_memory) for dl in self.dls.loaders]
             lines.append(f"{'changed' if after!=before else 'kept   '} DataLoader: {why}")
     if uint8:

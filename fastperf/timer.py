@@ -17,6 +17,7 @@ from fastai.callback.core import Callback
 from fastai.torch_core import find_bs, rank_distrib
 import fastai.data.load as _fdl
 from .core import env_info, model_device, device_sync
+from .channelslast import has_conv
 
 # %% auto #0
 __all__ = ['PHASES', 'device_peak_flops', 'ThroughputTimer', 'combine_reports', 'straggler']
@@ -445,7 +446,7 @@ class ThroughputTimer(_FastCallback):
         if msgs: return '\n'.join(msgs)
         comp = sh['forward']+sh['loss']+sh['backward']
         if comp>=0.5:
-            todo = [f for f in ('mixed precision','channels-last','torch.compile') if f not in on and (f!='channels-last' or self._has_conv())]
+            todo = [f for f in ('mixed precision','channels-last','torch.compile') if f not in on and (f!='channels-last' or has_conv(self.learn.model))]
             have = [f for f in ('mixed precision','channels-last','torch.compile') if f in on]
             already = f" Already on: {', '.join(have)}." if have else ""
             if todo: return (f"Compute-bound: forward, loss and backward take {comp:.0%} of a {step}. The model's arithmetic is the limit; "
@@ -481,8 +482,6 @@ class ThroughputTimer(_FastCallback):
         while isinstance(f, partial): f = f.func
         return f"fastai's {getattr(f, '__name__', type(opt).__name__)}, one parameter at a time" if opt is not None else 'none'
 
-    def _has_conv(self)->bool:
-        return any(isinstance(m, (torch.nn.Conv2d, torch.nn.Conv3d)) for m in self.learn.model.modules())
 
     def _step_callbacks(self)->list:
         "Names of the Learner's callbacks that run code at every training step (the 'rest' phase), the timer's own left out"

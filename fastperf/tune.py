@@ -19,8 +19,8 @@ from .core import device_name, measure_fit, device_sync
 from .channelslast import has_conv
 from .precision import cpu_has_bf16
 from .optim import TorchOptimizer, _fastai_kind
-from .pipeline import uint8_batches
-from .recommend import _learner_device, _rule_precision, _worker_rule, _loader_state, _restore_loaders, _set_workers
+from .pipeline import uint8_batches, _set_loader
+from .recommend import _learner_device, _rule_precision, _worker_rule, _loader_state, _restore_loaders
 import fastperf.recommend # Learner.to_fastperf, Learner.undo_fastperf
 
 # %% auto #0
@@ -147,7 +147,7 @@ def _measure_trial(t, cand, steps, warmup):
     saved = _loader_state(t.dls)
     try:
         if cand is not None:
-            _set_workers(t.dls, cand['workers'], True if _learner_device(t).type=='cuda' else None)
+            _set_loader(t.dls, cand['workers'], True if _learner_device(t).type=='cuda' else None)
             uint8_batches(t.dls)
         t0 = time.perf_counter()
         with t.no_bar(), t.no_logging(): r = measure_fit(t, steps=steps, warmup=warmup)
