@@ -1,0 +1,41 @@
+"""fastai's per-batch overhead over a plain PyTorch loop, with and without lean pipelines: a one-layer model (almost all of its time is overhead),
+resnet18's parity data (64px uint8 images through a DataBlock, batch 32), interleaved rounds. Run: python tools/loop_overhead.py"""
+import time, torch, statistics, warnings
+warnings.simplefilter('ignore')
+from fastai.vision.all import *
+from fastperf.all import *
+from fastperf.parity import *
+from fastperf.core import measure_fit
+bs=32; nb=32
+x,y = synth_images(bs+nb*bs, 64)
+class Tiny(nn.Module):
+    def __init__(self): super().__init__(); self.c=nn.Conv2d(3,10,1)
+    def forward(self, x): return self.c(x).mean((2,3))
+L = {}
+for lean in (False, True):
+    torch.manual_seed(0)
+    L[f'fit, to_fastperf(lean={lean})'] = Learner(fastai_dls(x, y, bs, n_valid=bs), Tiny(), loss_func=CrossEntropyLossFlat()).to_fastperf(verbose=False, lean=lean)
+    vd = fastai_dls(x, y, bs, n_valid=nb*bs, shuffle=False)
+    L[f'get_preds, to_fast_inference(lean={lean})'] = (Learner(vd, Tiny(), loss_func=CrossEntropyLossFlat()).to_fast_inference(verbose=False, lean=lean), vd.valid)
+feats = learner_features(L['fit, to_fastperf(lean=True)'])
+P = PlainLoop(Tiny(), x, y, bs, precision=feats['precision'], channels_last=feats['channels_last'])
+lf = L['get_preds, to_fast_inference(lean=True)'][0]
+PP = PlainPredict(Tiny(), x[bs:], bs, precision=lf._fast_inference['precision'], channels_last=lf._fast_inference['channels_last'])
+def run(k):
+    v = L.get(k)
+    if k=='plain fit': return 1000*bs/P.measure(steps=30, warmup=3)['samples_per_sec']
+    if k=='plain eval': t=time.perf_counter(); PP.predict(); return 1000*(time.perf_counter()-t)/nb
+    if isinstance(v, tuple):
+        l,dl = v
+        with l.no_bar(): t=time.perf_counter(); l.get_preds(dl=dl); return 1000*(time.perf_counter()-t)/nb
+    with v.no_bar(), v.no_logging(): return 1000*bs/measure_fit(v, steps=30, warmup=3)['samples_per_sec']
+keys = list(L)+['plain fit','plain eval']
+for k in keys: run(k)
+res = {k:[] for k in keys}
+for r in range(7):
+    for k in keys[r%len(keys):]+keys[:r%len(keys)]: res[k].append(run(k))
+for k in keys: print(f"{k:45s} {statistics.median(res[k]):6.2f} ms per batch of {bs}")
+for kind,plain in (('fit, to_fastperf','plain fit'),('get_preds, to_fast_inference','plain eval')):
+    for lean in (False,True):
+        d = [a-b for a,b in zip(res[f'{kind}(lean={lean})'], res[plain])]
+        print(f"overhead over the plain loop, {kind}(lean={lean}): {statistics.median(d):.2f} ms per batch (per-round min {min(d):.2f}, max {max(d):.2f})")
