@@ -346,7 +346,7 @@ def _get_preds(learn, dl):
         warnings.simplefilter('ignore')
         return learn.get_preds(dl=dl)[0]
 
-# %% ../nbs/16_parity.ipynb #8e8be187
+# %% ../nbs/16_parity.ipynb #e43a1c16
 def _median_spread(v):
     v = sorted(v)
     return statistics.median(v),v[0],v[-1]
@@ -460,15 +460,15 @@ def parity(config:dict=None, # From `parity_config` (default: this device's)
         notes.append(f"Inference settings: {how}")
     # --- the table ----------------------------------------------------------------------------------------------
     from fastperf.bench import ratio_interval
-    ci = lambda a,b: (1.,1.,1.) if a is b else ratio_interval(a, b)
     rows = []
     for phase,d,base in (('train', sps, 'fastai defaults'), ('infer', infer, 'get_preds, fastai defaults')):
         for k,v in d.items():
             med,lo,hi = _median_spread(v)
+            ci = (1.,1.,1.) if twin[k]==k else ratio_interval(v, d[twin[k]])
             rows.append({'phase':phase, 'loop':k, 'img/s':med, 'img/s min':lo, 'img/s max':hi,
                          'vs fastai defaults': statistics.median(a/b for a,b in zip(v, d[base])),
                          'vs plain (same features)': statistics.median(a/b for a,b in zip(v, d[twin[k]])),
-                         'vs plain 95% lo': ci(v, d[twin[k]])[1], 'vs plain 95% hi': ci(v, d[twin[k]])[2],
+                         'vs plain 95% lo': ci[1], 'vs plain 95% hi': ci[2],
                          'plain twin': twin[k], 'rounds': len(v)})
     df = pd.DataFrame(rows)
     res = dict(config=c, features=feats, table=df, loss_checks=checks, notes=notes, env=e,

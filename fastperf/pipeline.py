@@ -305,7 +305,7 @@ def uint8_batches(dls:DataLoaders, # DataLoaders whose item pipeline may produce
             dl.to(dl.device)
     return dls
 
-# %% ../nbs/08_pipeline.ipynb #508507d4
+# %% ../nbs/08_pipeline.ipynb #a347c962
 def _type_key(o):
     "The types fasttransform dispatches on: the item's type and, for a tuple, each element's"
     return (type(o), tuple(_type_key(e) for e in o)) if _ft._is_tuple(o) else type(o)
@@ -326,11 +326,14 @@ def _encodes(t):
     enc = t.encodes
     return (enc._f,(t,)) if isinstance(enc, MethodType) else (enc,())
 
+def _idle(t, split_idx)->bool:
+    "Whether the plain transform `t` hands every item back untouched in this split (`Transform._call`'s first two checks)"
+    return (t.split_idx is not None and split_idx!=t.split_idx) or not hasattr(t, 'encodes')
+
 def _applies(t, key, split_idx)->bool:
     "Whether `t` may change an item of type `key` (or act on it at all); False only where fasttransform hands it back untouched"
     if not _plain(t): return True # its own call rules: a RandTransform draws random numbers whatever the type
-    if t.split_idx is not None and split_idx!=t.split_idx: return False
-    if not hasattr(t, 'encodes'): return False
+    if _idle(t, split_idx): return False
     f,pre = _encodes(t)
     try: sigs = [m.signature for m in f.methods]
     except AttributeError: return True # not a plum function: cannot judge
@@ -346,7 +349,7 @@ def _do(f, pre, x):
     except _ft.NotFoundLookupError: return x
     return _ft.retain_type(m(*pre, x), x, ret)
 
-# %% ../nbs/08_pipeline.ipynb #5f7257f3
+# %% ../nbs/08_pipeline.ipynb #89da1547
 class LeanPipeline(Pipeline):
     "fastai's `Pipeline` with the same results and less Python per call (see above)"
     __slots__ = ('_orig','_plans') # kept out of the shared `__dict__`
@@ -360,7 +363,7 @@ class LeanPipeline(Pipeline):
         steps,funcs = [],[]
         for t in fs[i:]:
             if not _plain(t): steps.append((t,None,None)); continue
-            if (t.split_idx is not None and s!=t.split_idx) or not hasattr(t, 'encodes'): continue # fasttransform returns the item as is
+            if _idle(t, s): continue # fasttransform returns the item as is
             f,pre = _encodes(t)
             if not hasattr(f, '_resolve_method_with_cache'): steps.append((t,None,None)); continue
             steps.append((t,f,pre))
