@@ -128,6 +128,28 @@ def fitting(self:Learner)->bool:
     loops = self.__dict__.get('_fp_loops')
     return bool(loops) and loops[-1]=='fit'
 
+# %% ../nbs/00_core.ipynb #33d8d6e7
+import weakref
+from fastai.torch_core import to_detach as _fa_to_detach
+_detach_found = weakref.WeakKeyDictionary()
+
+def _dl_to_detach(dl):
+    "`dl.to_detach` where `dl` has one (on its class, on the object, or through fastai's delegation to its dataset), else None; the delegation is searched once per DataLoader and dataset"
+    if dl is None: return None
+    if hasattr(type(dl), 'to_detach') or 'to_detach' in getattr(dl, '__dict__', ()): return dl.to_detach
+    try:
+        ds,found = _detach_found.get(dl, (None, None))
+        if found is None or ds is not dl.__dict__.get('dataset'):
+            ds,found = _detach_found[dl] = (dl.__dict__.get('dataset'), hasattr(dl, 'to_detach'))
+    except (TypeError, AttributeError): return getattr(dl, 'to_detach', None) # not weak-referenceable or hashable: ask every time, as fastai does
+    return dl.to_detach if found else None
+
+@patch
+def to_detach(self:Learner, b, cpu=True, gather=True):
+    "fastai's `Learner.to_detach`: the DataLoader's own `to_detach` where it has one, else `fastai.torch_core.to_detach` (the question asked once per DataLoader)"
+    f = _dl_to_detach(getattr(self, 'dl', None))
+    return f(b, cpu, gather) if f is not None else _fa_to_detach(b, cpu, gather)
+
 # %% ../nbs/00_core.ipynb #da43228c
 class _WallClock(Callback):
     "Time training steps `warmup`..`warmup+steps` of a fit from the outside, then cancel the fit"

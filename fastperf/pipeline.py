@@ -305,7 +305,7 @@ def uint8_batches(dls:DataLoaders, # DataLoaders whose item pipeline may produce
             dl.to(dl.device)
     return dls
 
-# %% ../nbs/08_pipeline.ipynb #a347c962
+# %% ../nbs/08_pipeline.ipynb #46b64d45
 def _type_key(o):
     "The types fasttransform dispatches on: the item's type and, for a tuple, each element's"
     return (type(o), tuple(_type_key(e) for e in o)) if _ft._is_tuple(o) else type(o)
@@ -321,26 +321,29 @@ def _plain(t)->bool:
     "Whether `t` is called through `Transform`'s own `__call__`/`_call`/`_do_call` (not `RandTransform`, `ItemTransform`, a `Pipeline`, ...)"
     return isinstance(t, _ft.Transform) and all(getattr(type(t), k) is getattr(_ft.Transform, k) for k in ('__call__','_call','_do_call'))
 
-def _encodes(t):
-    "(plum function, leading arguments) that `Transform._do_call` resolves for `t.encodes`"
-    enc = t.encodes
+def _encodes(t, nm:str='encodes'):
+    "(plum function, leading arguments) that `Transform._do_call` resolves for `t.encodes` (or for the method `nm`, e.g. 'decodes')"
+    enc = getattr(t, nm)
     return (enc._f,(t,)) if isinstance(enc, MethodType) else (enc,())
 
-def _idle(t, split_idx)->bool:
-    "Whether the plain transform `t` hands every item back untouched in this split (`Transform._call`'s first two checks)"
-    return (t.split_idx is not None and split_idx!=t.split_idx) or not hasattr(t, 'encodes')
+def _idle(t, split_idx, nm:str='encodes')->bool:
+    "Whether the plain transform `t` hands every item back untouched in this split (`Transform._call`'s first two checks, for `nm`)"
+    return (t.split_idx is not None and split_idx!=t.split_idx) or not hasattr(t, nm)
 
-def _applies(t, key, split_idx)->bool:
-    "Whether `t` may change an item of type `key` (or act on it at all); False only where fasttransform hands it back untouched"
-    if not _plain(t): return True # its own call rules: a RandTransform draws random numbers whatever the type
-    if _idle(t, split_idx): return False
-    f,pre = _encodes(t)
+def _sig_match(t, key, nm:str='encodes')->bool:
+    "Whether one of `t`'s `nm` methods may apply to an item of type `key` (a `_type_key`); True when in doubt"
+    f,pre = _encodes(t, nm)
     try: sigs = [m.signature for m in f.methods]
     except AttributeError: return True # not a plum function: cannot judge
     def match(k):
         if isinstance(k, tuple): return any(match(e) for e in k[1])
         return any(len(s.types)!=len(pre)+1 or s.varargs is not _Missing or _may_match(k, s.types[len(pre)]) for s in sigs)
     return match(key)
+
+def _applies(t, key, split_idx)->bool:
+    "Whether `t` may change an item of type `key` (or act on it at all); False only where fasttransform hands it back untouched"
+    if not _plain(t): return True # its own call rules: a RandTransform draws random numbers whatever the type
+    return not _idle(t, split_idx) and _sig_match(t, key)
 
 def _do(f, pre, x):
     "`Transform._do_call` for the `encodes` `f` (after the arguments `pre`), without building a bound method per call"

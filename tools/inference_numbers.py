@@ -1,4 +1,4 @@
-"""The inference page's numbers: `inference_parity` (resnet18, 64px, batch 64, 1,024 in-memory uint8 images, 5 rounds) and `predict_latency`
+"""The inference page's numbers: `inference_parity` (resnet18, 64px, batch 64, 1,024 in-memory uint8 images, 9 rounds) and `predict_latency`
 with and without `to_fast_inference`. Run: python tools/inference_numbers.py"""
 import warnings; warnings.simplefilter('ignore')
 import pandas as pd
@@ -9,7 +9,7 @@ from torchvision.models import resnet18
 set_seed(0)
 learn = Learner(in_memory_dls(n=64+1024), resnet18(num_classes=10), loss_func=CrossEntropyLossFlat())
 with pd.option_context('display.width', 200, 'display.max_columns', 20):
-    print(inference_parity(learn, rounds=5))
+    print(inference_parity(learn, rounds=9))
     learn.to_fast_inference(verbose=False)
     print(predict_latency(learn, 5, n=30))
     learn.remove_fast_inference(verbose=False)
