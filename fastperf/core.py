@@ -128,7 +128,7 @@ def fitting(self:Learner)->bool:
     loops = self.__dict__.get('_fp_loops')
     return bool(loops) and loops[-1]=='fit'
 
-# %% ../nbs/00_core.ipynb #33d8d6e7
+# %% ../nbs/00_core.ipynb #1a29f1f1
 import weakref
 from fastai.torch_core import to_detach as _fa_to_detach
 _detach_found = weakref.WeakKeyDictionary()
@@ -144,11 +144,38 @@ def _dl_to_detach(dl):
     except (TypeError, AttributeError): return getattr(dl, 'to_detach', None) # not weak-referenceable or hashable: ask every time, as fastai does
     return dl.to_detach if found else None
 
+_fa_learner_to_detach = getattr(Learner.to_detach, '_fp_orig', Learner.to_detach) # fastai's own (also when this module is run twice)
 @patch
 def to_detach(self:Learner, b, cpu=True, gather=True):
     "fastai's `Learner.to_detach`: the DataLoader's own `to_detach` where it has one, else `fastai.torch_core.to_detach` (the question asked once per DataLoader)"
     f = _dl_to_detach(getattr(self, 'dl', None))
     return f(b, cpu, gather) if f is not None else _fa_to_detach(b, cpu, gather)
+Learner.to_detach._fp_orig = _fa_learner_to_detach
+
+# %% ../nbs/00_core.ipynb #17ad8a61
+from fastai.callback.core import event as _event
+from fastcore.basics import GetAttr as _GetAttr
+_handles_cache = {}
+_fa_call_one = getattr(Learner._call_one, '_fp_orig', Learner._call_one) # fastai's own (also when this module is run twice)
+
+def _class_handles(cls, event_name)->bool:
+    "Whether callbacks of class `cls` may do something on `event_name` (their class defines it, or they call or look up differently from `Callback`)"
+    k = (cls, event_name)
+    h = _handles_cache.get(k)
+    if h is None:
+        h = _handles_cache[k] = (hasattr(cls, event_name) or cls.__call__ is not Callback.__call__
+                                 or getattr(cls, '__getattr__', None) is not _GetAttr.__getattr__)
+    return h
+
+@patch
+def _call_one(self:Learner, event_name):
+    "fastai's `Learner._call_one`, without calling callbacks that have nothing for `event_name`"
+    if not hasattr(_event, event_name): raise Exception(f'missing {event_name}')
+    asked = event_name in self.__dict__ or hasattr(type(self), event_name) # fastai's lookup would find the Learner's attribute
+    for cb in self.cbs.sorted('order'):
+        if asked or _class_handles(type(cb), event_name) or event_name in cb.__dict__: cb(event_name)
+        elif event_name=='after_fit': cb.run = True # the one thing fastai's call does for a callback without the event
+Learner._call_one._fp_orig = _fa_call_one
 
 # %% ../nbs/00_core.ipynb #da43228c
 class _WallClock(Callback):

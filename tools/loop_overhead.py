@@ -1,5 +1,6 @@
-"""fastai's per-batch overhead over a plain PyTorch loop, with and without lean pipelines: a one-layer model (almost all of its time is overhead),
-resnet18's parity data (64px uint8 images through a DataBlock, batch 32), interleaved rounds. Run: python tools/loop_overhead.py"""
+"""fastai's per-batch overhead over a plain PyTorch loop, with and without lean pipelines, and with fastai's own callback dispatch and
+`to_detach` instead of fastperf's: a one-layer model (almost all of its time is overhead), resnet18's parity data (64px uint8 images
+through a DataBlock, batch 32), interleaved rounds. Run: python tools/loop_overhead.py"""
 import time, torch, statistics, warnings
 warnings.simplefilter('ignore')
 from fastai.vision.all import *
@@ -21,7 +22,15 @@ feats = learner_features(L['fit, to_fastperf(lean=True)'])
 P = PlainLoop(Tiny(), x, y, bs, precision=feats['precision'], channels_last=feats['channels_last'])
 lf = L['get_preds, to_fast_inference(lean=True)'][0]
 PP = PlainPredict(Tiny(), x[bs:], bs, precision=lf._fast_inference['precision'], channels_last=lf._fast_inference['channels_last'])
+import fastperf.core as fpc
+from fastai.learner import Learner as _Learner
+ours,fastais = (_Learner._call_one, _Learner.to_detach),(fpc._fa_call_one, fpc._fa_learner_to_detach)
+for k in ('fit, to_fastperf(lean=True)', 'get_preds, to_fast_inference(lean=True)'): L[k.replace('=True)', '=True), fastai dispatch')] = L[k]
 def run(k):
+    _Learner._call_one,_Learner.to_detach = fastais if 'fastai dispatch' in k else ours
+    try: return _run(k)
+    finally: _Learner._call_one,_Learner.to_detach = ours
+def _run(k):
     v = L.get(k)
     if k=='plain fit': return 1000*bs/P.measure(steps=30, warmup=3)['samples_per_sec']
     if k=='plain eval': t=time.perf_counter(); PP.predict(); return 1000*(time.perf_counter()-t)/nb
@@ -36,6 +45,6 @@ for r in range(7):
     for k in keys[r%len(keys):]+keys[:r%len(keys)]: res[k].append(run(k))
 for k in keys: print(f"{k:45s} {statistics.median(res[k]):6.2f} ms per batch of {bs}")
 for kind,plain in (('fit, to_fastperf','plain fit'),('get_preds, to_fast_inference','plain eval')):
-    for lean in (False,True):
-        d = [a-b for a,b in zip(res[f'{kind}(lean={lean})'], res[plain])]
-        print(f"overhead over the plain loop, {kind}(lean={lean}): {statistics.median(d):.2f} ms per batch (per-round min {min(d):.2f}, max {max(d):.2f})")
+    for k in (f'{kind}(lean=False)', f'{kind}(lean=True)', f'{kind}(lean=True), fastai dispatch'):
+        d = [a-b for a,b in zip(res[k], res[plain])]
+        print(f"overhead over the plain loop, {k}: {statistics.median(d):.2f} ms per batch (per-round min {min(d):.2f}, max {max(d):.2f})")
