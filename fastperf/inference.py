@@ -466,13 +466,13 @@ def predictor(self:Learner, rm_type_tfms=None)->Predictor:
     "A `Predictor` for `self`: `learn.predict`'s outputs for single items without a DataLoader per call"
     return Predictor(self, rm_type_tfms=rm_type_tfms)
 
-# %% ../nbs/14_inference.ipynb #12852c06
+# %% ../nbs/14_inference.ipynb #f3760dab
 def predict_latency(learn:Learner, # The Learner (with or without `to_fast_inference`)
                     item, # One item, as `learn.predict` takes it
                     n:int=30, # Interleaved calls of each; the median is kept
                     warmup:int=3, # Untimed calls of each first
                    ):
-    "Median ms of `learn.predict(item)`, `learn.predictor()(item)` and the plain forward of the model on the same prepared input, interleaved"
+    "Median ms of `learn.predict(item)`, `learn.predictor()(item)` and the plain forward of the model on the same prepared input, interleaved (the order rotated every call)"
     import pandas as pd
     from fastperf.core import device_sync
     pr = learn.predictor()
@@ -490,9 +490,10 @@ def predict_latency(learn:Learner, # The Learner (with or without `to_fast_infer
     with learn.no_bar():
         for _ in range(warmup):
             for f in fs.values(): f()
-        for _ in range(n):
-            for k,f in fs.items():
-                device_sync(dev); t0 = time.perf_counter(); f(); device_sync(dev); ts[k].append(1000*(time.perf_counter()-t0))
+        ks = list(fs)
+        for i in range(n):
+            for k in ks[i%len(ks):]+ks[:i%len(ks)]: # rotated: none always runs right after the same one (whose memory traffic it would inherit)
+                device_sync(dev); t0 = time.perf_counter(); fs[k](); device_sync(dev); ts[k].append(1000*(time.perf_counter()-t0))
     if im: _unset_inference_tensors(learn.model)
     ref = statistics.median(ts['plain forward (same settings)'])
     df = pd.DataFrame([dict(call=k, median_ms=statistics.median(v), p25_ms=statistics.quantiles(v, n=4)[0], p75_ms=statistics.quantiles(v, n=4)[2]) for k,v in ts.items()])
