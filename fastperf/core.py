@@ -152,20 +152,16 @@ def to_detach(self:Learner, b, cpu=True, gather=True):
     return f(b, cpu, gather) if f is not None else _fa_to_detach(b, cpu, gather)
 Learner.to_detach._fp_orig = _fa_learner_to_detach
 
-# %% ../nbs/00_core.ipynb #17ad8a61
+# %% ../nbs/00_core.ipynb #e4bb3217
 from fastai.callback.core import event as _event
 from fastcore.basics import GetAttr as _GetAttr
-_handles_cache = {}
 _fa_call_one = getattr(Learner._call_one, '_fp_orig', Learner._call_one) # fastai's own (also when this module is run twice)
 
-def _class_handles(cls, event_name)->bool:
-    "Whether callbacks of class `cls` may do something on `event_name` (their class defines it, or they call or look up differently from `Callback`)"
-    k = (cls, event_name)
-    h = _handles_cache.get(k)
-    if h is None:
-        h = _handles_cache[k] = (hasattr(cls, event_name) or cls.__call__ is not Callback.__call__
-                                 or getattr(cls, '__getattr__', None) is not _GetAttr.__getattr__)
-    return h
+def _may_handle(cb, event_name)->bool:
+    "Whether `cb` may do something on `event_name`: its class or the object has the event, or it calls or looks up differently from `Callback`"
+    cls = type(cb)
+    return (hasattr(cls, event_name) or event_name in getattr(cb, '__dict__', ()) or cls.__call__ is not Callback.__call__
+            or getattr(cls, '__getattr__', None) is not _GetAttr.__getattr__)
 
 @patch
 def _call_one(self:Learner, event_name):
@@ -173,7 +169,7 @@ def _call_one(self:Learner, event_name):
     if not hasattr(_event, event_name): raise Exception(f'missing {event_name}')
     asked = event_name in self.__dict__ or hasattr(type(self), event_name) # fastai's lookup would find the Learner's attribute
     for cb in self.cbs.sorted('order'):
-        if asked or _class_handles(type(cb), event_name) or event_name in cb.__dict__: cb(event_name)
+        if asked or _may_handle(cb, event_name): cb(event_name)
         elif event_name=='after_fit': cb.run = True # the one thing fastai's call does for a callback without the event
 Learner._call_one._fp_orig = _fa_call_one
 
