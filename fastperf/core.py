@@ -16,7 +16,7 @@ from fastai.torch_core import find_bs
 import fastai.callback.progress # `Learner.no_bar`
 
 # %% auto #0
-__all__ = ['model_device', 'device_sync', 'device_name', 'env_info', 'measure_fit', 'measure_interleaved']
+__all__ = ['model_device', 'device_sync', 'device_name', 'env_info', 'measure_fit', 'rotated', 'measure_interleaved']
 
 # %% ../nbs/00_core.ipynb #6cb13a0f
 def model_device(model:torch.nn.Module)->torch.device:
@@ -215,18 +215,23 @@ def measure_fit(learn:Learner, # The Learner to fit (its callbacks run as they w
     return dict(samples_per_sec=clock.samples/secs, step_ms_median=1000*statistics.median(dts),
                 step_ms_iqr=1000*(q[2]-q[0]), steps=steps, samples=clock.samples, seconds=secs)
 
-# %% ../nbs/00_core.ipynb #04540ff3
+# %% ../nbs/00_core.ipynb #70e55ca9
+def rotated(xs:list, r:int)->list:
+    "`xs` started at its `r`-th element (cyclically): round `r`'s order in interleaved measurements, so no configuration always runs right after the same one"
+    r %= len(xs); return xs[r:]+xs[:r]
+
 def measure_interleaved(learners:dict, # Name -> Learner, each measured in turn every round
                         rounds:int=3, # Rounds; each Learner's median over them is kept
                         steps:int=5, # Timed steps per window
                         warmup:int=2, # Untimed steps before the first window (1 before later ones)
                        )->dict:
-    "Median samples/s of each Learner over `rounds` `measure_fit` windows taken in turn"
+    "Median samples/s of each Learner over `rounds` `measure_fit` windows taken in turn (the order rotated every round)"
     import warnings
     res = {k:[] for k in learners}
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         for r in range(rounds):
-            for k,l in learners.items():
+            for k in rotated(list(learners), r):
+                l = learners[k]
                 with l.no_bar(), l.no_logging(): res[k].append(measure_fit(l, steps=steps, warmup=warmup if r==0 else 1)['samples_per_sec'])
     return {k:statistics.median(v) for k,v in res.items()}

@@ -305,7 +305,7 @@ def uint8_batches(dls:DataLoaders, # DataLoaders whose item pipeline may produce
             dl.to(dl.device)
     return dls
 
-# %% ../nbs/08_pipeline.ipynb #46b64d45
+# %% ../nbs/08_pipeline.ipynb #7e589fd6
 def _type_key(o):
     "The types fasttransform dispatches on: the item's type and, for a tuple, each element's"
     return (type(o), tuple(_type_key(e) for e in o)) if _ft._is_tuple(o) else type(o)
@@ -317,9 +317,9 @@ def _may_match(T, P)->bool:
     if not isinstance(P, type) or type(P).__instancecheck__ is not type.__instancecheck__: return True # ABCs, parametric types: not sure
     return issubclass(T, P)
 
-def _plain(t)->bool:
-    "Whether `t` is called through `Transform`'s own `__call__`/`_call`/`_do_call` (not `RandTransform`, `ItemTransform`, a `Pipeline`, ...)"
-    return isinstance(t, _ft.Transform) and all(getattr(type(t), k) is getattr(_ft.Transform, k) for k in ('__call__','_call','_do_call'))
+def _plain(t, via:tuple=('__call__','_call','_do_call'))->bool:
+    "Whether `t` is called through `Transform`'s own methods `via` (not `RandTransform`, `ItemTransform`, a `Pipeline`, ...); for decoding, `via=('decode','_call','_do_call')`"
+    return isinstance(t, _ft.Transform) and all(getattr(type(t), k) is getattr(_ft.Transform, k) for k in via)
 
 def _encodes(t, nm:str='encodes'):
     "(plum function, leading arguments) that `Transform._do_call` resolves for `t.encodes` (or for the method `nm`, e.g. 'decodes')"

@@ -6,7 +6,7 @@ warnings.simplefilter('ignore')
 from fastai.vision.all import *
 from fastperf.all import *
 from fastperf.parity import *
-from fastperf.core import measure_fit
+from fastperf.core import measure_fit, rotated
 bs=32; nb=32
 x,y = synth_images(bs+nb*bs, 64)
 class Tiny(nn.Module):
@@ -42,7 +42,7 @@ keys = list(L)+['plain fit','plain eval']
 for k in keys: run(k)
 res = {k:[] for k in keys}
 for r in range(7):
-    for k in keys[r%len(keys):]+keys[:r%len(keys)]: res[k].append(run(k))
+    for k in rotated(keys, r): res[k].append(run(k))
 for k in keys: print(f"{k:45s} {statistics.median(res[k]):6.2f} ms per batch of {bs}")
 for kind,plain in (('fit, to_fastperf','plain fit'),('get_preds, to_fast_inference','plain eval')):
     for k in (f'{kind}(lean=False)', f'{kind}(lean=True)', f'{kind}(lean=True), fastai dispatch'):
