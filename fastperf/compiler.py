@@ -276,7 +276,7 @@ def explain_compile(self:Learner, **kwargs):
     with self.removed_cbs([c for c in self.cbs if isinstance(c, Compile)]), self.no_bar(), self.no_logging(): self.fit(1, cbs=cb)
     return cb.explanation
 
-# %% ../nbs/06_compiler.ipynb #43ffd49e
+# %% ../nbs/06_compiler.ipynb #f5a5cfb8
 def inference_mode_blockers(learn:Learner)->list:
     "Why `learn`'s predictions must run under `no_grad` rather than `inference_mode` (an empty list: it is safe)"
     why = []
@@ -287,7 +287,11 @@ def inference_mode_blockers(learn:Learner)->list:
 
 def _unset_inference_tensors(model:nn.Module):
     "Replace parameters and buffers that a forward under inference_mode replaced by inference tensors with normal copies"
-    for mod in model.modules():
+    todo,seen = [model],set() # `model.modules()` without its generator and names: this runs after every predictor call
+    for mod in todo:
+        if mod is None or id(mod) in seen: continue
+        seen.add(id(mod))
+        todo += mod._modules.values()
         for d in (mod._buffers, mod._parameters):
             for k,t in d.items():
                 if t is not None and t.is_inference():
