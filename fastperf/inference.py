@@ -540,7 +540,7 @@ def predictor(self:Learner, rm_type_tfms=None)->Predictor:
     "A `Predictor` for `self`: `learn.predict`'s outputs for single items without a DataLoader per call"
     return Predictor(self, rm_type_tfms=rm_type_tfms)
 
-# %% ../nbs/14_inference.ipynb #94f03645
+# %% ../nbs/14_inference.ipynb #e8fb3ed4
 def predict_latency(learn:Learner, # The Learner (with or without `to_fast_inference`)
                     item, # One item, as `learn.predict` takes it
                     n:int=30, # Interleaved calls of each; the median is kept
@@ -555,8 +555,8 @@ def predict_latency(learn:Learner, # The Learner (with or without `to_fast_infer
     prec,cl = fi.get('precision', 'fp32'),fi.get('channels_last', False)
     im = fi.get('inference_mode', False) and not inference_mode_blockers(learn)
     dev = model_device(learn.model)
-    if cl: xb = as_channels_last(xb)
     cbs = predict_callbacks(learn)
+    if cl or cbs['channels_last']: xb = as_channels_last(xb) # as the predictor gives it to the model
     def plain():
         with (torch.inference_mode() if im else torch.no_grad()), torch.autocast(dev.type, dtype=torch.bfloat16 if prec=='bf16' else torch.float16, enabled=prec!='fp32'), _amp_context(cbs, dev):
             return learn.model(*xb)
