@@ -299,7 +299,7 @@ def plain_inference(model:nn.Module, # The model (put in eval mode; its memory f
     if inference_mode: _unset_inference_tensors(model)
     return preds,secs
 
-# %% ../nbs/14_inference.ipynb #5f234a6b
+# %% ../nbs/14_inference.ipynb #1f27b2c9
 def _timed(f):
     t0 = time.perf_counter(); r = f(); return r,time.perf_counter()-t0
 
@@ -310,9 +310,11 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
                      channels_last:bool|None=None, # Passed to `to_fast_inference` (None: the rule)
                      precision:str|None=None, # Passed to `to_fast_inference` (None: the rule)
                      compile:bool=False, # Passed to `to_fast_inference`
+                     show:bool=True, # A progress bar over the rounds (it leaves nothing behind)
                     ):
     "img/s of fastai's `get_preds` (defaults, and with `to_fast_inference`) and of plain PyTorch loops (fp32, and with the same features), interleaved"
     import pandas as pd
+    from fastprogress.fastprogress import progress_bar
     dl = learn.dls.valid
     n = len(dl.dataset) if n_items is None else min(n_items, len(dl.dataset))
     dl = dl.new(shuffle=False, drop_last=False, bs=bs or dl.bs, get_idxs=lambda: list(range(n)))
@@ -338,8 +340,10 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
         for f in configs.values(): f() # warm-up (and compile)
         res = {k:[] for k in configs}
         preds = {}
-        for r in range(rounds):
+        pb = progress_bar(range(rounds), leave=False, display=show)
+        for r in pb:
             for k in rotated(list(configs), r): # no configuration always follows the same one
+                pb.comment = k
                 p,secs = configs[k]()
                 res[k].append(n/secs); preds[k] = p
     finally:
