@@ -450,7 +450,7 @@ def _amp_context(cbs:dict, dev:torch.device):
     amp = cbs['amp']
     return torch.autocast(amp[0], dtype=amp[1]) if amp and amp[0]==dev.type else contextlib.nullcontext()
 
-# %% ../nbs/14_inference.ipynb #3d7cea91
+# %% ../nbs/14_inference.ipynb #676c695c
 class Predictor:
     "Predict single items (or a few) with `learn`'s test pipeline built once: `learn.predict`'s outputs without a DataLoader per call"
     def __init__(self,
@@ -499,11 +499,8 @@ class Predictor:
         ac = torch.autocast(dev.type, dtype=torch.bfloat16 if prec=='bf16' else torch.float16, enabled=prec!='fp32')
         amp = cbs['amp']
         amp_ac = _amp_context(cbs, dev) # inside the loop's autocast, as in `predict`
-        if cbs['reset']: learn.model.reset() # fastai's ModelResetter, before the validation loop
-        try:
-            with (torch.inference_mode() if im else torch.no_grad()), ac, amp_ac: pred = m(*xb)
-        finally:
-            if cbs['reset']: learn.model.reset() # ... and after it
+        if cbs['reset']: learn.model.reset() # fastai's ModelResetter, before the validation loop (not after it: fastai's loops reset when they start)
+        with (torch.inference_mode() if im else torch.no_grad()), ac, amp_ac: pred = m(*xb)
         if cbs['unpack']: pred = [o[-1] if is_listy(o) else o for o in pred][0] # fastai's RNNCallback: the output, not the hidden states
         if prec!='fp32' or amp: pred = to_float(pred)
         if im: _unset_inference_tensors(m)
