@@ -450,7 +450,7 @@ def _amp_context(cbs:dict, dev:torch.device):
     amp = cbs['amp']
     return torch.autocast(amp[0], dtype=amp[1]) if amp and amp[0]==dev.type else contextlib.nullcontext()
 
-# %% ../nbs/14_inference.ipynb #676c695c
+# %% ../nbs/14_inference.ipynb #956fd209
 class Predictor:
     "Predict single items (or a few) with `learn`'s test pipeline built once: `learn.predict`'s outputs without a DataLoader per call"
     def __init__(self,
@@ -482,27 +482,34 @@ class Predictor:
         if dl.device is not None: b = to_device(b, dl.device)
         return dl.after_batch(b)
 
+    def _settings(self, cbs:dict)->tuple:
+        "(precision, channels-last input, inference_mode) of the forward: the Learner's fast inference settings, and its callbacks' channels-last"
+        fi = self.learn.__dict__.get('_fast_inference') or {}
+        im = fi.get('inference_mode', False) and not inference_mode_blockers(self.learn)
+        return fi.get('precision', 'fp32'),fi.get('channels_last', False) or cbs['channels_last'],im
+
+    @contextlib.contextmanager
+    def _contexts(self, dev, cbs:dict, prec:str, im:bool):
+        "The forward's grad mode and the loop's autocast, with the `MixedPrecision` callback's autocast inside it (as in `predict`)"
+        with (torch.inference_mode() if im else torch.no_grad()), torch.autocast(dev.type, dtype=torch.bfloat16 if prec=='bf16' else torch.float16, enabled=prec!='fp32'), _amp_context(cbs, dev):
+            yield
+
     def forward(self, xb:tuple, cbs:dict|None=None):
         "Probabilities (the loss function's activation) for the input batch `xb`, under the Learner's inference settings and what its callbacks do in `predict`"
         learn = self.learn
         cbs = cbs or predict_callbacks(learn)
-        fi = learn.__dict__.get('_fast_inference') or {}
-        prec,cl = fi.get('precision', 'fp32'),fi.get('channels_last', False)
-        im = fi.get('inference_mode', False) and not inference_mode_blockers(learn)
+        prec,cl,im = self._settings(cbs)
         xb = cast_to_tensor(xb)
-        if cl or cbs['channels_last']: xb = as_channels_last(xb)
+        if cl: xb = as_channels_last(xb)
         m = learn.model
         if m.training: m.eval()
         dev = model_device(m)
         ddev = getattr(self.learn.dls, 'device', None)
         if ddev is not None and dev!=torch.device(ddev): m.to(ddev); dev = model_device(m) # as fastai's loop does
-        ac = torch.autocast(dev.type, dtype=torch.bfloat16 if prec=='bf16' else torch.float16, enabled=prec!='fp32')
-        amp = cbs['amp']
-        amp_ac = _amp_context(cbs, dev) # inside the loop's autocast, as in `predict`
         if cbs['reset']: learn.model.reset() # fastai's ModelResetter, before the validation loop (not after it: fastai's loops reset when they start)
-        with (torch.inference_mode() if im else torch.no_grad()), ac, amp_ac: pred = m(*xb)
+        with self._contexts(dev, cbs, prec, im): pred = m(*xb)
         if cbs['unpack']: pred = [o[-1] if is_listy(o) else o for o in pred][0] # fastai's RNNCallback: the output, not the hidden states
-        if prec!='fp32' or amp: pred = to_float(pred)
+        if prec!='fp32' or cbs['amp']: pred = to_float(pred)
         if im: _unset_inference_tensors(m)
         return getcallable(learn.loss_func, 'activation')(pred)
 
@@ -541,7 +548,7 @@ def predictor(self:Learner, rm_type_tfms=None)->Predictor:
     "A `Predictor` for `self`: `learn.predict`'s outputs for single items without a DataLoader per call"
     return Predictor(self, rm_type_tfms=rm_type_tfms)
 
-# %% ../nbs/14_inference.ipynb #e8fb3ed4
+# %% ../nbs/14_inference.ipynb #a83c7dbe
 def predict_latency(learn:Learner, # The Learner (with or without `to_fast_inference`)
                     item, # One item, as `learn.predict` takes it
                     n:int=30, # Interleaved calls of each; the median is kept
@@ -552,15 +559,12 @@ def predict_latency(learn:Learner, # The Learner (with or without `to_fast_infer
     from fastperf.core import device_sync
     pr = learn.predictor()
     xb = cast_to_tensor(pr.batch([item])[:max(pr.n_inp, 1)])
-    fi = learn.__dict__.get('_fast_inference') or {}
-    prec,cl = fi.get('precision', 'fp32'),fi.get('channels_last', False)
-    im = fi.get('inference_mode', False) and not inference_mode_blockers(learn)
-    dev = model_device(learn.model)
     cbs = predict_callbacks(learn)
-    if cl or cbs['channels_last']: xb = as_channels_last(xb) # as the predictor gives it to the model
+    prec,cl,im = pr._settings(cbs)
+    dev = model_device(learn.model)
+    if cl: xb = as_channels_last(xb) # as the predictor gives it to the model
     def plain():
-        with (torch.inference_mode() if im else torch.no_grad()), torch.autocast(dev.type, dtype=torch.bfloat16 if prec=='bf16' else torch.float16, enabled=prec!='fp32'), _amp_context(cbs, dev):
-            return learn.model(*xb)
+        with pr._contexts(dev, cbs, prec, im): return learn.model(*xb)
     fs = {'learn.predict': lambda: learn.predict(item), 'learn.predictor()': lambda: pr(item), 'plain forward (same settings)': plain}
     ts = {k:[] for k in fs}
     with learn.no_bar():
