@@ -31,15 +31,16 @@ def device_sync(device=None):
     device = torch.device(device) if device is not None else torch.device('cpu')
     if device.type=='cuda': torch.cuda.synchronize(device)
 
-# %% ../nbs/00_core.ipynb #7e0e2514
+# %% ../nbs/00_core.ipynb #2fbf8ede
 def device_name(device=None)->str:
     "A readable name for `device`: the GPU's model, or the CPU's"
     device = torch.device(device) if device is not None else torch.device('cuda' if torch.cuda.is_available() else 'cpu')
     if device.type=='cuda': return torch.cuda.get_device_name(device)
     name = platform.processor() or platform.machine()
     try:
-        for l in open('/proc/cpuinfo'):
-            if l.startswith('model name'): return l.split(':',1)[1].strip()
+        with open('/proc/cpuinfo') as f:
+            for l in f:
+                if l.startswith('model name'): return l.split(':',1)[1].strip()
     except OSError: pass
     return name
 

@@ -20,12 +20,13 @@ import fastperf.core  # Learner.on_fit_exit
 # %% auto #0
 __all__ = ['cpu_has_bf16', 'AutoMixedPrecision']
 
-# %% ../nbs/05_precision.ipynb #19705fcf
+# %% ../nbs/05_precision.ipynb #767df756
 def cpu_has_bf16()->bool:
     "Whether this CPU has native bf16 arithmetic (avx512_bf16 or AMX-BF16), which makes bf16 autocast fast on CPU"
     try:
-        for l in open('/proc/cpuinfo'):
-            if l.startswith('flags'): return bool({'avx512_bf16', 'amx_bf16'} & set(l.split(':',1)[1].split()))
+        with open('/proc/cpuinfo') as f:
+            for l in f:
+                if l.startswith('flags'): return bool({'avx512_bf16', 'amx_bf16'} & set(l.split(':',1)[1].split()))
     except OSError: pass
     return False
 
