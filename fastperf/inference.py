@@ -299,9 +299,18 @@ def plain_inference(model:nn.Module, # The model (put in eval mode; its memory f
     if inference_mode: _unset_inference_tensors(model)
     return preds,secs
 
-# %% ../nbs/14_inference.ipynb #1f27b2c9
+# %% ../nbs/14_inference.ipynb #e330c92a
 def _timed(f):
     t0 = time.perf_counter(); r = f(); return r,time.perf_counter()-t0
+
+def _unlabeled_dl(learn, dl, n:int):
+    "A `test_dl` of the first `n` items of `dl` without their labels, batched as `dl` (None, with a warning, where fastai cannot make one)"
+    try:
+        tdl = learn.dls.test_dl(dl.dataset.items[:n], bs=dl.bs) # the raw items, as a user's new data would come
+        tdl.one_batch() # its pipeline can make a batch of these items
+        return tdl
+    except Exception as e:
+        warnings.warn(f"inference_parity: no unlabeled row, `learn.dls.test_dl` could not be made from the validation items ({type(e).__name__}: {e})")
 
 def inference_parity(learn:Learner, # The Learner (its model, loss activation and validation pipeline are used)
                      n_items:int|None=None, # Items of the validation set to predict (None: all)
@@ -311,6 +320,7 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
                      precision:str|None=None, # Passed to `to_fast_inference` (None: the rule)
                      compile:bool=False, # Passed to `to_fast_inference`
                      show:bool=True, # A progress bar over the rounds (it leaves nothing behind)
+                     unlabeled:bool=True, # Also time `get_preds` on a `test_dl` of the same items without their labels (what serving runs)
                     ):
     "img/s of fastai's `get_preds` (defaults, and with `to_fast_inference`) and of plain PyTorch loops (fp32, and with the same features), interleaved"
     import pandas as pd
@@ -318,21 +328,23 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
     dl = learn.dls.valid
     n = len(dl.dataset) if n_items is None else min(n_items, len(dl.dataset))
     dl = dl.new(shuffle=False, drop_last=False, bs=bs or dl.bs, get_idxs=lambda: list(range(n)))
+    tdl = _unlabeled_dl(learn, dl, n) if unlabeled else None
     had = learn.__dict__.get('_fast_inference')
     s = inference_settings(learn, channels_last, precision)
     act = getcallable(learn.loss_func, 'activation')
     batches = [cast_to_tensor(b) for b in dl] # in memory, on the device, after fastai's batch transforms: the plain loops get their data for free
-    def get_preds():
-        with learn.no_bar(): return learn.get_preds(dl=dl)[0]
+    def get_preds(d=dl):
+        with learn.no_bar(): return learn.get_preds(dl=d)[0]
     def fastai_default():
         learn.remove_fast_inference(verbose=False)
         return _timed(get_preds)
-    def fastai_fast(): # the settings are made and undone outside the clock, as the plain loop converts its model outside its own
+    def fastai_fast(d=dl): # the settings are made and undone outside the clock, as the plain loop converts its model outside its own
         learn.to_fast_inference(channels_last=s['channels_last'], precision=s['precision'], compile=compile, verbose=False)
-        try: return _timed(get_preds)
+        try: return _timed(functools.partial(get_preds, d))
         finally: learn.remove_fast_inference(verbose=False)
     configs = {'fastai get_preds, defaults': fastai_default,
                'fastai get_preds + to_fast_inference': fastai_fast,
+               **({'fastai get_preds + to_fast_inference, unlabeled test_dl': functools.partial(fastai_fast, tdl)} if tdl is not None else {}),
                'plain loop, fp32': (lambda: plain_inference(learn.model, batches, act=act)),
                'plain loop, same features': (lambda: plain_inference(learn.model, batches, channels_last=s['channels_last'], precision=s['precision'], act=act))}
     try:

@@ -1,5 +1,5 @@
 """fastai's per-batch overhead over a plain PyTorch loop, with and without lean pipelines, and with fastai's own callback dispatch and
-`to_detach` instead of fastperf's: a one-layer model (almost all of its time is overhead), resnet18's parity data (64px uint8 images
+`to_detach` instead of fastperf's, and `get_preds` on an unlabeled `test_dl` of the same items: a one-layer model (almost all of its time is overhead), resnet18's parity data (64px uint8 images
 through a DataBlock, batch 32), interleaved rounds. Run: python tools/loop_overhead.py"""
 import time, torch, statistics, warnings
 warnings.simplefilter('ignore')
@@ -18,6 +18,8 @@ for lean in (False, True):
     L[f'fit, to_fastperf(lean={lean})'] = Learner(fastai_dls(x, y, bs, n_valid=bs), Tiny(), loss_func=CrossEntropyLossFlat()).to_fastperf(verbose=False, lean=lean)
     vd = fastai_dls(x, y, bs, n_valid=nb*bs, shuffle=False)
     L[f'get_preds, to_fast_inference(lean={lean})'] = (Learner(vd, Tiny(), loss_func=CrossEntropyLossFlat()).to_fast_inference(verbose=False, lean=lean), vd.valid)
+lu,dv = L['get_preds, to_fast_inference(lean=True)']
+L['get_preds, to_fast_inference(lean=True), unlabeled'] = (lu, vd.test_dl(dv.items, bs=bs)) # the same items without their labels
 feats = learner_features(L['fit, to_fastperf(lean=True)'])
 P = PlainLoop(Tiny(), x, y, bs, precision=feats['precision'], channels_last=feats['channels_last'])
 lf = L['get_preds, to_fast_inference(lean=True)'][0]
@@ -45,6 +47,7 @@ for r in range(7):
     for k in rotated(keys, r): res[k].append(run(k))
 for k in keys: print(f"{k:45s} {statistics.median(res[k]):6.2f} ms per batch of {bs}")
 for kind,plain in (('fit, to_fastperf','plain fit'),('get_preds, to_fast_inference','plain eval')):
-    for k in (f'{kind}(lean=False)', f'{kind}(lean=True)', f'{kind}(lean=True), fastai dispatch'):
+    for k in (f'{kind}(lean=False)', f'{kind}(lean=True)', f'{kind}(lean=True), fastai dispatch', f'{kind}(lean=True), unlabeled'):
+        if k not in res: continue
         d = [a-b for a,b in zip(res[k], res[plain])]
         print(f"overhead over the plain loop, {k}: {statistics.median(d):.2f} ms per batch (per-round min {min(d):.2f}, max {max(d):.2f})")
