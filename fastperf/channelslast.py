@@ -65,7 +65,7 @@ def _restore_formats(model, formats):
     "Put the 4D/5D parameters and buffers of `model` that were NCHW-contiguous in `formats` back in that format"
     _convert(model, lambda t: t.contiguous(), names={n for n,f in formats.items() if f=='contiguous'})
 
-# %% ../nbs/03_channelslast.ipynb #e9d76b2f
+# %% ../nbs/03_channelslast.ipynb #20606d0c
 class ChannelsLast(_FastaiChannelsLast):
     "Train in channels-last memory format: the model and 4D/5D inputs of every batch, with a check for layers that fall out of it"
     order = -1 # like fastai's: before callbacks that wrap or compile the model (Compile, DDP at 11) and before CastToTensor (9)
@@ -86,8 +86,9 @@ class ChannelsLast(_FastaiChannelsLast):
         if self.restore:
             formats = _param_formats(self.learn.model)
             done = []
+            learn = self.learn # a callback given to `fit(cbs=...)` has left the Learner when the fit's end is handled
             def _restore():
-                if not done: _restore_formats(self.learn.model, formats); done.append(1)
+                if not done: _restore_formats(learn.model, formats); done.append(1)
             self._restore = _restore
             self.learn.on_fit_exit(_restore)
         model_to_channels_last(self.learn.model)

@@ -28,7 +28,7 @@ from .core import model_device, device_sync
 
 # %% auto #0
 __all__ = ['tune_workers', 'TuneWorkers', 'CachedDataset', 'ram_cache', 'write_jpegs', 'H2DBytes', 'h2d_bytes', 'ToUint8',
-           'uint8_batches', 'LeanPipeline', 'lean_pipelines', 'unlean_pipelines']
+           'uint8_batches', 'async_h2d', 'LeanPipeline', 'lean_pipelines', 'unlean_pipelines']
 
 # %% ../nbs/08_pipeline.ipynb #ea0bf866
 def _split_batch(learn, b):
@@ -304,6 +304,22 @@ def uint8_batches(dls:DataLoaders, # DataLoaders whose item pipeline may produce
             dl.after_batch = Pipeline(list(dl.after_batch.fs)+moved)
             dl.to(dl.device)
     return dls
+
+# %% ../nbs/08_pipeline.ipynb #d8d3b5ed
+import fastai.data.load as _fdl
+from fastai.torch_core import to_device as _fa_to_device
+
+def async_h2d(b, device)->bool:
+    "Whether the batch `b` can go to `device` with a non-blocking copy: a CUDA device, and every host tensor of `b` page-locked"
+    if device is None or torch.device(device).type!='cuda': return False
+    ts = [t for t in _tensors(b) if t.device.type=='cpu']
+    return bool(ts) and all(t.is_pinned() for t in ts)
+
+def _loader_to_device(b, device=None, non_blocking=False):
+    "fastai's `to_device`, as its `DataLoader` calls it for each batch, with a non-blocking copy where `async_h2d`"
+    return _fa_to_device(b, device, non_blocking or async_h2d(b, device))
+
+if getattr(_fdl.to_device, '__name__', '')!='_loader_to_device': _fdl.to_device = _loader_to_device # once, also when this module is run again
 
 # %% ../nbs/08_pipeline.ipynb #7e589fd6
 def _type_key(o):

@@ -15,7 +15,7 @@ from PIL import Image
 
 ROOT = Path(__file__).resolve().parent
 SCRIPT = ROOT/'workflow_script.py'
-CONFIGS = ['plain', 'all', 'to_fastperf', 'cast', 'channelslast', 'cudnn', 'amp', 'timer', 'syncdebug', 'profiler', 'compile', 'tabular']
+CONFIGS = ['plain', 'all', 'to_fastperf', 'cast', 'channelslast', 'cudnn', 'amp', 'timer', 'syncdebug', 'profiler', 'compile', 'nosync', 'tabular']
 XFAIL = {} # config -> reason, for bugs in modules this suite's authors do not own (none open now)
 
 def write_images(root, n_train=20, n_valid=10, size=32, seed=0):

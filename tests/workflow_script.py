@@ -27,9 +27,10 @@ CONFIGS = {
     'syncdebug': ['SyncDebug'],
     'profiler': ['Profiler'],
     'compile': ['Compile'],                        # the tiny model only (compiling resnet18 takes minutes here)
-    'all': ['CastToTensor', 'ChannelsLast', 'CudnnBenchmark', 'AutoMixedPrecision', 'ThroughputTimer', 'SyncDebug', 'Profiler'],
+    'nosync': ['NoSyncLoss'],
+    'all': ['CastToTensor', 'ChannelsLast', 'CudnnBenchmark', 'AutoMixedPrecision', 'ThroughputTimer', 'SyncDebug', 'Profiler', 'NoSyncLoss'],
     'to_fastperf': ['to_fastperf'],
-    'tabular': ['CastToTensor', 'ChannelsLast', 'CudnnBenchmark', 'AutoMixedPrecision', 'ThroughputTimer', 'SyncDebug', 'Profiler', 'to_fastperf'],
+    'tabular': ['CastToTensor', 'ChannelsLast', 'CudnnBenchmark', 'AutoMixedPrecision', 'ThroughputTimer', 'SyncDebug', 'Profiler', 'NoSyncLoss', 'to_fastperf'],
 }
 
 def make_cbs(names):
@@ -37,7 +38,7 @@ def make_cbs(names):
     mk = dict(CastToTensor=lambda: CastToTensor(), ChannelsLast=lambda: ChannelsLast(restore=True), CudnnBenchmark=lambda: CudnnBenchmark(),
               AutoMixedPrecision=lambda: AutoMixedPrecision('bf16'), ThroughputTimer=lambda: ThroughputTimer(warmup=1),
               SyncDebug=lambda: SyncDebug(show=False), Profiler=lambda: Profiler(wait=1, warmup=1, active=1, show=False),
-              Compile=lambda: Compile())
+              Compile=lambda: Compile(), NoSyncLoss=lambda: NoSyncLoss(force=True)) # force: act on this CPU too
     return [mk[n]() for n in names if n in mk]
 
 def snapshot(learn=None):
@@ -53,6 +54,8 @@ def snapshot(learn=None):
                            for m in mods),
                  fit_exit=len(getattr(learn, '_fp_exit', None) or []), call_one='_call_one' in learn.__dict__,
                  set_device='_set_device' in learn.__dict__, cbs=sorted(type(c).__name__ for c in learn.cbs),
+                 smooth_loss=type(learn.recorder.smooth_loss).__name__, # fastai's class (NoSyncLoss swaps it during fits only)
+                 progress_after_batch=[('after_batch' in c.__dict__) for c in learn.cbs if isinstance(c, ProgressCallback)],
                  param_dtypes=sorted({str(p.dtype) for p in learn.model.parameters()}))
     return s
 
@@ -101,6 +104,7 @@ def image_session(cfg, data, work, res):
     # the accuracy a user gets: 5 epochs of fit_one_cycle from scratch on a learnable task (plain fastai: 1.0 here)
     learn.fit_one_cycle(5, 1e-2)
     same_state(state, learn, 'fit_one_cycle')
+    assert {t.device.type for t in learn.recorder.losses}=={'cpu'} and len(learn.recorder.losses)==5*len(dls.train), "recorder.losses"
     res['accuracy'] = float(learn.validate()[1])
     if not small:
         # fine_tune: frozen body first, then all of it; and several fits on one Learner
