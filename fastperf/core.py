@@ -129,7 +129,7 @@ def fitting(self:Learner)->bool:
     loops = self.__dict__.get('_fp_loops')
     return bool(loops) and loops[-1]=='fit'
 
-# %% ../nbs/00_core.ipynb #1a29f1f1
+# %% ../nbs/00_core.ipynb #27e3144d
 import weakref
 from fastai.torch_core import to_detach as _fa_to_detach
 _detach_found = weakref.WeakKeyDictionary()
@@ -148,7 +148,8 @@ def _dl_to_detach(dl):
 _fa_learner_to_detach = getattr(Learner.to_detach, '_fp_orig', Learner.to_detach) # fastai's own (also when this module is run twice)
 @patch
 def to_detach(self:Learner, b, cpu=True, gather=True):
-    "fastai's `Learner.to_detach`: the DataLoader's own `to_detach` where it has one, else `fastai.torch_core.to_detach` (the question asked once per DataLoader)"
+    "fastai's `Learner.to_detach`: the DataLoader's own `to_detach` where it has one, else `fastai.torch_core.to_detach` (the question asked once per DataLoader); no copy to the host while `_fp_keep_device` is set"
+    if cpu and self.__dict__.get('_fp_keep_device'): cpu = False # fastperf's deferred gathering (`FastInference(defer=True)`): the host gets them after the loop
     f = _dl_to_detach(getattr(self, 'dl', None))
     return f(b, cpu, gather) if f is not None else _fa_to_detach(b, cpu, gather)
 Learner.to_detach._fp_orig = _fa_learner_to_detach

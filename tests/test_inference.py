@@ -24,10 +24,11 @@ def make(name):
     if name=='to_fastperf': learn.to_fastperf(verbose=False, precision='bf16')
     elif name=='to_fast_inference': learn.to_fast_inference(verbose=False, precision='bf16')
     elif name=='to_fast_inference_prefetch': learn.to_fast_inference(verbose=False, precision='bf16', workers=0, prefetch=True)
+    elif name=='to_fast_inference_defer': learn.to_fast_inference(verbose=False, precision='fp32', defer=True) # fp32: the tight tolerance
     elif name!='none':
         cb = dict(CastToTensor=CastToTensor, ChannelsLast=ChannelsLast, CudnnBenchmark=CudnnBenchmark,
                   AutoMixedPrecision=lambda: AutoMixedPrecision('bf16'), Compile=Compile, ThroughputTimer=ThroughputTimer,
-                  SyncDebug=lambda: SyncDebug(show=False), Profiler=lambda: Profiler(show=False))[name]()
+                  SyncDebug=lambda: SyncDebug(show=False), Profiler=lambda: Profiler(show=False), NoSyncLoss=lambda: NoSyncLoss(force=True))[name]()
         learn.add_cb(cb)
     return learn
 
@@ -76,7 +77,7 @@ for name in names:
 print('RESULTS ' + json.dumps(res))
 ''')
 
-_GROUPS = {'fast': 'CastToTensor,ChannelsLast,CudnnBenchmark,AutoMixedPrecision,ThroughputTimer,SyncDebug,Profiler,to_fastperf,to_fast_inference,to_fast_inference_prefetch',
+_GROUPS = {'fast': 'CastToTensor,ChannelsLast,CudnnBenchmark,AutoMixedPrecision,ThroughputTimer,SyncDebug,Profiler,NoSyncLoss,to_fastperf,to_fast_inference,to_fast_inference_prefetch,to_fast_inference_defer',
            'compile': 'Compile'}
 _ENTRIES = 'predict get_preds_valid get_preds_test_dl get_preds_test_dl_labels tta load_learner_predict predictor tta_leaves_nothing'.split()
 _XFAIL = {} # 'name/entry': reason, for failures in modules this file's owner does not own (none left: 00_core now ends on_fit_exit work after tta)
