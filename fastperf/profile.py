@@ -16,7 +16,7 @@ from fastai.callback.core import Callback
 from .core import model_device
 
 # %% auto #0
-__all__ = ['SyncDebug', 'Profiler', 'NoSyncLoss']
+__all__ = ['SyncDebug', 'count_syncs', 'Profiler', 'NoSyncLoss']
 
 # %% ../nbs/10_profile.ipynb #decd7a4d
 _SYNC_MSG = 'called a synchronizing CUDA operation' # torch's warning text in sync debug mode 'warn'
@@ -93,6 +93,20 @@ class SyncDebug(Callback):
         rows = [dict(phase=p, syncs=n, per_step=n/max(self.steps,1), where=', '.join(f'{w} ({k})' for w,k in where[p].most_common(3)))
                 for p,n in cnt.most_common()]
         return pd.DataFrame(rows, columns=['phase','syncs','per_step','where'])
+
+# %% ../nbs/10_profile.ipynb #9e1a529f
+def count_syncs(f, *args, **kwargs)->tuple:
+    "(`f(*args, **kwargs)`, the host-device syncs it made), counted with torch's sync debug mode (0 where CUDA is not available: nothing to wait for)"
+    if not torch.cuda.is_available(): return f(*args, **kwargs),0
+    old = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter('always'); torch.cuda.set_sync_debug_mode('warn')
+        try: r = f(*args, **kwargs)
+        finally: torch.cuda.set_sync_debug_mode(old)
+    n = sum(_SYNC_MSG in str(w.message) for w in ws)
+    for w in ws:
+        if _SYNC_MSG not in str(w.message): warnings.warn_explicit(w.message, w.category, w.filename, w.lineno) # the others, as they were
+    return r,n
 
 # %% ../nbs/10_profile.ipynb #b0410cf3
 from fastai.torch_core import rank_distrib
