@@ -349,7 +349,7 @@ def _get_preds(learn, dl):
         warnings.simplefilter('ignore')
         return learn.get_preds(dl=dl)[0]
 
-# %% ../nbs/16_parity.ipynb #408cdea3
+# %% ../nbs/16_parity.ipynb #2cfe2206
 def _median_spread(v):
     v = sorted(v)
     return statistics.median(v),v[0],v[-1]
@@ -399,8 +399,8 @@ def parity(config:dict=None, # From `parity_config` (default: this device's)
     train['plain PyTorch (fp32)'] = ('plain', mk_plain(plain_fp32))
     if feats!=plain_fp32: train[plain_name] = ('plain', mk_plain(feats))
     else: plain_name = 'plain PyTorch (fp32)'
-    twin = {'fastai defaults': 'plain PyTorch (fp32)', 'fastai + to_fastperf()': plain_name, 'plain PyTorch (fp32)': 'plain PyTorch (fp32)', plain_name: plain_name,
-            'fastai + to_fastperf() + NoSyncLoss': plain_name}
+    twin = {'fastai defaults': 'plain PyTorch (fp32)', 'fastai + to_fastperf()': plain_name, 'plain PyTorch (fp32)': 'plain PyTorch (fp32)', plain_name: plain_name}
+    if sync_free: twin['fastai + to_fastperf() + NoSyncLoss'] = plain_name
     mk_light = lambda f, shuffle=True: (lambda: LightningLoop(model(), xt, yt, c['bs'], dev, lr=c['lr'], shuffle=shuffle, seed=c['seed'], **f))
     light_name = f"Lightning ({_features(feats['precision'], feats['channels_last'])})"
     if c['lightning'] and lightning_available():
@@ -447,13 +447,12 @@ def parity(config:dict=None, # From `parity_config` (default: this device's)
         pp32 = PlainPredict(model(), xv, c['bs'], dev)
         runs = {'get_preds, fastai defaults': lambda: _get_preds(l_def, dl), f'get_preds + {how}': lambda: _get_preds(l_fast, dl),
                 'plain eval loop (fp32)': pp32.predict}
-        defer_name = f"get_preds + {how.replace('()', '(defer=True)')}"
         if sync_free and how=='to_fast_inference()':
             l_defer = Learner(vdls, model(), loss_func=CrossEntropyLossFlat()).to_fast_inference(defer=True, verbose=False)
-            runs[defer_name] = lambda: _get_preds(l_defer, dl)
+            runs['get_preds + to_fast_inference(defer=True)'] = lambda: _get_preds(l_defer, dl)
+            twin['get_preds + to_fast_inference(defer=True)'] = pp.name
         if pp.name!=pp32.name: runs[pp.name] = pp.predict
-        twin.update({'get_preds, fastai defaults': 'plain eval loop (fp32)', f'get_preds + {how}': pp.name, pp.name: pp.name, 'plain eval loop (fp32)': 'plain eval loop (fp32)',
-                     defer_name: pp.name})
+        twin.update({'get_preds, fastai defaults': 'plain eval loop (fp32)', f'get_preds + {how}': pp.name, pp.name: pp.name, 'plain eval loop (fp32)': 'plain eval loop (fp32)'})
         preds = {k:f() for k,f in runs.items()} # warm-up pass (not timed), and the predictions to compare
         for k in runs: infer[k] = []
         for r in range(c['rounds']):

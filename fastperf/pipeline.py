@@ -239,7 +239,7 @@ def write_jpegs(path, # Folder to write `train/` and `valid/` class folders into
             Image.fromarray(a).save(d/f'{k}.jpg', quality=quality)
     return path
 
-# %% ../nbs/08_pipeline.ipynb #8b558edf
+# %% ../nbs/08_pipeline.ipynb #3b602cce
 def _tensors(b):
     if isinstance(b, torch.Tensor): yield b
     elif isinstance(b, dict): 
@@ -247,14 +247,16 @@ def _tensors(b):
     elif isinstance(b, (list,tuple)):
         for v in b: yield from _tensors(v)
 
-# %% ../nbs/08_pipeline.ipynb #59e20379
+def _tensor_bytes(b)->int: return sum(t.nelement()*t.element_size() for t in _tensors(b)) # what the tensors of batch `b` hold
+
+# %% ../nbs/08_pipeline.ipynb #b79cc25b
 class H2DBytes:
     "Context manager counting the batches and bytes fastai's `DataLoader` hands to `to_device`"
     def __enter__(self):
         import fastai.data.load as fdl
         self.mod,self.old,self.bytes,self.batches = fdl,fdl.to_device,0,0
         def _counting(b, *args, **kwargs):
-            self.bytes += sum(t.nelement()*t.element_size() for t in _tensors(b))
+            self.bytes += _tensor_bytes(b)
             self.batches += 1
             return self.old(b, *args, **kwargs)
         fdl.to_device = _counting
