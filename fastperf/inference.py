@@ -58,7 +58,7 @@ def inference_settings(learn:Learner,
     if cl and not conv: cl,why_c = False,"the model has no 2D/3D convolution: channels-last does nothing for it"
     return dict(device=dev, precision=prec, channels_last=cl, why_precision=why_p, why_channels_last=why_c)
 
-# %% ../nbs/14_inference.ipynb #d7248a41
+# %% ../nbs/14_inference.ipynb #3af649e3
 class _Prefetch(GetAttr):
     "`dl`'s batches made `depth` ahead in a background thread: the per-item transforms, collation and batch transforms of the next batches run while the model computes this one (torch releases the GIL), in the same order, so the same predictions"
     _default = 'dl'
@@ -98,7 +98,7 @@ class FastInference(Callback):
     order = 9 # with CastToTensor (9), before MixedPrecision (10) and Compile (12): the batch Compile sees is this one
     def __init__(self,
                  channels_last:bool=False, # Convert 4D/5D inputs to channels-last
-                 precision:str='fp32', # 'fp32', 'bf16' or 'fp16' (autocast is entered around the loop by the Learner's methods)
+                 precision:str='fp32', # 'fp32', 'bf16' or 'fp16' autocast around each batch's forward
                  num_workers:int|None=None, # DataLoader workers for the inference loop (None: the loader's own)
                  prefetch:bool=False, # Make the next batches in a background thread when the loader has no workers
                  lean:bool=True, # Lean item and batch pipelines (`lean_pipelines`) in loops of more than one batch: the same batches, less Python per item
@@ -126,6 +126,7 @@ class FastInference(Callback):
         for c in self._deferred: c.after_batch = functools.partial(_keeping_device, c, learn) # fastai calls `c.after_batch()`
         self._gather,self._held = (g[0] if g and g[0] in self._deferred else None),0
     def after_batch(self):
+        self._leave_autocast() # a batch cancelled before its prediction
         c = self.__dict__.get('_gather')
         if c is None or self.learn.fitting: return
         self._held += _tensor_bytes([getattr(c, a)[-1] for a in ('preds','targets','losses') if getattr(c, a, None)])
@@ -147,7 +148,8 @@ class FastInference(Callback):
                 if isinstance(getattr(m, 'total', None), torch.Tensor): m.total = m.total.cpu()
         self.restore_workers()
     def restore_workers(self):
-        "Give the loop back its DataLoader, the DataLoader its worker count and the gathering callbacks their own `after_batch` (after the loop, or from the entry point's `finally` when it raised)"
+        "Give the loop back its DataLoader, the DataLoader its worker count and the gathering callbacks their own `after_batch`, and leave an autocast a failed forward left entered (after the loop, or from the entry point's `finally` when it raised)"
+        self._leave_autocast()
         fl,nw = self.__dict__.pop('_workers', (None, None))
         if fl is not None: fl.num_workers = nw
         dl = self.__dict__.pop('_dl', None)
@@ -159,18 +161,18 @@ class FastInference(Callback):
         if self.learn.fitting: return
         xb = cast_to_tensor(self.learn.xb)
         self.learn.xb = as_channels_last(xb) if self.channels_last else xb
+        if self.precision!='fp32': # the forward only, as fastai's MixedPrecision does: the batch transforms before it stay in fp32
+            self._ac = torch.autocast(model_device(self.learn.model).type, dtype=torch.bfloat16 if self.precision=='bf16' else torch.float16)
+            self._ac.__enter__()
     def after_pred(self):
         if self.learn.fitting or self.precision=='fp32': return
+        self._leave_autocast()
         self.learn.pred = to_float(self.learn.pred)
+    def _leave_autocast(self):
+        ac = self.__dict__.pop('_ac', None)
+        if ac is not None: ac.__exit__(None, None, None)
 
-# %% ../nbs/14_inference.ipynb #f45b3a05
-def _contexts(learn):
-    "The loop-wide contexts of `learn`'s fast inference: autocast (or nothing)"
-    fi = learn.__dict__.get('_fast_inference')
-    if fi is None or fi['precision']=='fp32': return []
-    dt = torch.bfloat16 if fi['precision']=='bf16' else torch.float16
-    return [torch.autocast(fi['device'].type, dtype=dt)]
-
+# %% ../nbs/14_inference.ipynb #dc04a1cf
 def _with_fast_inference(f):
     "Wrap the Learner method `f` to run under the Learner's fast inference settings, if it has them"
     @functools.wraps(f)
@@ -178,15 +180,11 @@ def _with_fast_inference(f):
         fi = self.__dict__.get('_fast_inference')
         if fi is None or self.__dict__.get('_fi_active'): return f(self, *args, **kwargs)
         self._fi_active = True
-        try:
-            ctxs = _contexts(self)
-            for c in ctxs: c.__enter__()
-            try: return f(self, *args, **kwargs)
-            finally:
-                for c in reversed(ctxs): c.__exit__(None, None, None)
-                for cb in fi['cbs']:
-                    if isinstance(cb, FastInference): cb.restore_workers()
-        finally: self._fi_active = False
+        try: return f(self, *args, **kwargs)
+        finally:
+            self._fi_active = False
+            for cb in fi['cbs']:
+                if isinstance(cb, FastInference): cb.restore_workers()
     _inner._fp_orig = f
     return _inner
 
@@ -450,7 +448,7 @@ def decode_targets(dl, # The `TfmdDL` (`learn.dls.train`, as `learn.predict` dec
     cols = [batch_to_samples(to_cpu(dl.after_batch.decode(e)), max_n=max_n) for e in b[n_inp:]]
     return [tuple(tls[n_inp+j].decode(dl.after_item.decode(dl.before_batch.decode(s)), full=True) for j,s in enumerate(row)) for row in zip(*cols)]
 
-# %% ../nbs/14_inference.ipynb #ff0618a5
+# %% ../nbs/14_inference.ipynb #2a1e3a04
 _PREDICT_EVENTS = ('before_epoch','before_validate','before_batch','after_pred','after_loss','after_batch') # what predict sends around a batch
 
 @functools.cache
@@ -466,8 +464,10 @@ def _inert_in_predict()->tuple:
     from fastperf.cast import CastToTensor
     from fastperf.cudnn import CudnnBenchmark
     from fastperf.timer import _FastCallback
+    from fastperf.profile import NoSyncLoss
     return (TrainEvalCallback, GatherPredsCallback, FetchPredsCallback, Recorder, ProgressCallback, CSVLogger, HookCallback, CollectDataCallback,
-            TrackerCallback, TerminateOnNaNCallback, FastaiChannelsLast, FastaiCastToTensor, CastToTensor, CudnnBenchmark, Compile, _FastCallback, FastInference)
+            TrackerCallback, TerminateOnNaNCallback, FastaiChannelsLast, FastaiCastToTensor, CastToTensor, CudnnBenchmark, Compile, _FastCallback, FastInference,
+            NoSyncLoss)
 
 @functools.cache
 def _acting_in_predict()->tuple:
@@ -504,7 +504,7 @@ def _amp_context(cbs:dict, dev:torch.device):
     amp = cbs['amp']
     return torch.autocast(amp[0], dtype=amp[1]) if amp and amp[0]==dev.type else contextlib.nullcontext()
 
-# %% ../nbs/14_inference.ipynb #956fd209
+# %% ../nbs/14_inference.ipynb #89d43246
 class Predictor:
     "Predict single items (or a few) with `learn`'s test pipeline built once: `learn.predict`'s outputs without a DataLoader per call"
     def __init__(self,
@@ -531,6 +531,9 @@ class Predictor:
         "The model's input batch for `items`, on the device, after the batch transforms"
         if not len(items): raise ValueError("Predictor: no items to predict (an empty list)")
         dl = self._dl(items[0])
+        for nm in ('after_item','before_batch','after_batch'): # the validation split's transforms, as fastai's `TfmdDL.before_iter` sets them for each pass
+            p = getattr(dl, nm, None)
+            if isinstance(p, Pipeline): p.split_idx = getattr(dl.dataset, 'split_idx', None)
         samples = [dl.after_item(tuple(tl.tfms(o) for tl in dl.dataset.tls)) for o in items]
         b = dl.do_batch(samples)
         if dl.device is not None: b = to_device(b, dl.device)

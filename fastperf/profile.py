@@ -188,7 +188,7 @@ def _progress_after_batch(pcb, src):
     v = src.latest()
     if v is not None and hasattr(pcb, 'smooth_loss'): pcb.pbar.comment = f'{v:.4f}'
 
-# %% ../nbs/10_profile.ipynb #84bb7e35
+# %% ../nbs/10_profile.ipynb #5462445b
 class NoSyncLoss(Callback):
     "Keep fastai's smooth training loss on the device, so no training step waits for a copy to the host (CUDA; see above)"
     order = Recorder.order+2 # after the Recorder has updated the loss, before the progress bar shows it
@@ -203,7 +203,7 @@ class NoSyncLoss(Callback):
         return (rec is not None and type(rec.smooth_loss) is AvgSmoothLoss and (self.force or dev.type=='cuda'))
 
     def before_fit(self):
-        self.active = self._wanted()
+        self.active = self.learn.fitting and self._wanted() # not in `get_preds`/`validate`/`predict`, which send `before_fit` too
         if not self.active: return
         rec = self.learn.recorder
         self.orig,self.done,self.k = rec.smooth_loss,0,0

@@ -129,7 +129,7 @@ def _swap_opt(learn)->tuple:
     except ValueError as e: return False,f"skipped the optimizer swap: {e} (the optimizer is kept)"
     return True,"changed optimizer: fastai's per-tensor update -> TorchOptimizer (the same update rule, computed by torch's fused/foreach kernels; moving averages restart)"
 
-# %% ../nbs/11_recommend.ipynb #e8aa78a4
+# %% ../nbs/11_recommend.ipynb #99f250bd
 def _has(learn, cb)->bool:
     "Whether `learn` already has a callback doing `cb`'s job (any mixed precision counts for mixed precision)"
     if isinstance(cb, AutoMixedPrecision): kind = MixedPrecision
@@ -138,11 +138,30 @@ def _has(learn, cb)->bool:
     return any(isinstance(c, kind) for c in learn.cbs)
 
 def _undo_record(learn)->dict:
-    "The state `undo_fastperf` restores, taken at the first `to_fastperf` call since the last undo"
+    "The state `undo_fastperf` restores, taken at the first `to_fastperf` call since the last undo (and, for loaders that came later with new `learn.dls`, at the call that first saw them)"
     u = learn.__dict__.get('_fastperf_undo')
     if u is None:
-        u = learn._fastperf_undo = dict(cbs=list(learn.cbs), added=[], removed=[], opt_func=learn.opt_func, opt=learn.opt, loaders=_loader_state(learn.dls))
+        u = learn._fastperf_undo = dict(cbs=list(learn.cbs), added=[], removed=[], opt_func=learn.opt_func, opt=learn.opt, loaders=[])
+    seen = {id(s[0]) for s in u['loaders']}
+    u['loaders'] += [s for s in _loader_state(learn.dls) if id(s[0]) not in seen]
     return u
+
+def _export_record(learn, u:dict)->dict:
+    "The undo record as `learn.export` writes it: without the old optimizer and the loaders' objects, which fastai leaves out of the file too (`opt=None`, empty `dls`); each loader's settings by its position in `learn.dls`, which the exported empty loaders keep"
+    pos = {id(dl):i for i,dl in enumerate(learn.dls.loaders)}
+    return dict(u, opt=None, lean=[], loaders=[(pos[id(s[0])],*s[1:]) for s in u['loaders'] if id(s[0]) in pos])
+
+if not getattr(Learner.export, '_fp_export', False):
+    _export = Learner.export
+    @functools.wraps(_export)
+    def _export_light(self, *args, **kwargs):
+        u = self.__dict__.get('_fastperf_undo')
+        if u is None: return _export(self, *args, **kwargs)
+        self._fastperf_undo = _export_record(self, u)
+        try: return _export(self, *args, **kwargs)
+        finally: self._fastperf_undo = u
+    _export_light._fp_export = True
+    Learner.export = _export_light
 
 @patch
 def to_fastperf(self:Learner,
@@ -205,7 +224,7 @@ def to_fastperf(self:Learner,
     if verbose: print(f"to_fastperf ({dev.type}):\n  " + '\n  '.join(lines))
     return self
 
-# %% ../nbs/11_recommend.ipynb #692c31b0
+# %% ../nbs/11_recommend.ipynb #15293337
 @patch
 def undo_fastperf(self:Learner,
                   verbose:bool=True, # Print what was restored
@@ -221,7 +240,8 @@ def undo_fastperf(self:Learner,
         if cb not in self.cbs: self.add_cb(cb)
     self.opt_func,self.opt = u['opt_func'],u['opt']
     unlean_pipelines(u.get('lean', []))
-    _restore_loaders(u['loaders'])
+    lds = self.dls.loaders # a record loaded with `load_learner` names its loaders by position
+    _restore_loaders([(lds[s[0]],*s[1:]) if isinstance(s[0], int) else s for s in u['loaders'] if not isinstance(s[0], int) or s[0]<len(lds)])
     self.fastperf_log = [f"undone: removed {len(u['added'])} callbacks, restored {len(u['removed'])}, the optimizer and the DataLoader settings"]
     if verbose: print(self.fastperf_log[0])
     return self

@@ -6,7 +6,8 @@ ClassificationInterpretation, show_results, save/load, export/load_learner + pre
 EarlyStoppingCallback, MixUp, callbacks passed to fit(cbs=...), and fastai's to_bf16()/to_fp16() next to fastperf's callbacks.
 The script asserts what the user sees and that global state (cudnn flags, matmul precision, autocast, grad mode, fastai's
 to_device, hooks, the model's memory format where restore is asked) is as it was; the tests here compare accuracy with plain
-fastai. A tabular Learner on a small frame gets every callback and to_fastperf() too. Two processes run side by side."""
+fastai. A tabular Learner on a small frame gets every callback and to_fastperf() too, and segmentation, multi-label and keypoint
+Learners get to_fastperf() and to_fast_inference(). Two processes run side by side."""
 import json, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -15,7 +16,7 @@ from PIL import Image
 
 ROOT = Path(__file__).resolve().parent
 SCRIPT = ROOT/'workflow_script.py'
-CONFIGS = ['plain', 'all', 'to_fastperf', 'cast', 'channelslast', 'cudnn', 'amp', 'timer', 'syncdebug', 'profiler', 'compile', 'nosync', 'tabular']
+CONFIGS = ['plain', 'all', 'to_fastperf', 'cast', 'channelslast', 'cudnn', 'amp', 'timer', 'syncdebug', 'profiler', 'compile', 'nosync', 'tabular', 'tasks']
 XFAIL = {} # config -> reason, for bugs in modules this suite's authors do not own (none open now)
 
 def write_images(root, n_train=20, n_valid=10, size=32, seed=0):
@@ -65,7 +66,7 @@ def test_plain_fastai_learns(sessions):
     res = _ok(sessions, 'plain')
     assert res['accuracy']>=0.9, res
 
-@pytest.mark.parametrize('cfg', [c for c in CONFIGS if c!='plain'])
+@pytest.mark.parametrize('cfg', [c for c in CONFIGS if c not in ('plain', 'tasks')])
 def test_workflow(sessions, cfg):
     "Every entry point works with this configuration, state is restored, and accuracy is plain fastai's within noise"
     if cfg in XFAIL: pytest.xfail(XFAIL[cfg])
@@ -82,6 +83,14 @@ def test_workflow(sessions, cfg):
     if 'fit_cbs_learner_cbs' in res: # callbacks given to fit(cbs=...) leave the Learner's own callbacks as they were
         before,after = res['fit_cbs_learner_cbs']
         assert before==after, res['fit_cbs_learner_cbs']
+
+def test_tasks(sessions):
+    "Segmentation, multi-label and keypoints with to_fastperf(): every entry point, exports, and to_fast_inference's predictions next to fastai's"
+    res = _ok(sessions, 'tasks')
+    assert len(res['entry_points'])==27, res['entry_points']
+    types = {t:r['pred_types'][0] for t,r in res['tasks'].items()}
+    assert types==dict(segmentation='TensorMask', multilabel='MultiCategory', keypoints='TensorPoint'), types
+    print(res['tasks'])
 
 @pytest.mark.parametrize('cfg', ['cast', 'all'])
 def test_fit_cbs_cast_keeps_learner_callbacks(sessions, cfg):

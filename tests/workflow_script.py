@@ -31,6 +31,7 @@ CONFIGS = {
     'all': ['CastToTensor', 'ChannelsLast', 'CudnnBenchmark', 'AutoMixedPrecision', 'ThroughputTimer', 'SyncDebug', 'Profiler', 'NoSyncLoss'],
     'to_fastperf': ['to_fastperf'],
     'tabular': ['CastToTensor', 'ChannelsLast', 'CudnnBenchmark', 'AutoMixedPrecision', 'ThroughputTimer', 'SyncDebug', 'Profiler', 'NoSyncLoss', 'to_fastperf'],
+    'tasks': ['ThroughputTimer', 'NoSyncLoss', 'to_fastperf'], # segmentation, multi-label and keypoints, with to_fast_inference
 }
 
 def make_cbs(names):
@@ -192,6 +193,73 @@ def image_session(cfg, data, work, res):
     res['seconds'] = time.time()-t0
     return learn
 
+def _task_dls(task, data, work):
+    "DataLoaders for `task` from the image folder: per-pixel classes (segmentation), class + 'bright' tags (multi-label), one point per class (keypoints)"
+    files = get_image_files(data)
+    cls = lambda f: f.parent.name
+    split = GrandparentSplitter(train_name='train', valid_name='valid')
+    if task=='segmentation':
+        mdir = work/'masks'; mdir.mkdir(parents=True, exist_ok=True)
+        codes = ['other', 'red', 'green', 'blue']
+        for f in files: # a pixel's class is its strongest channel where that channel is its image's colour, else 'other'
+            a = np.array(Image.open(f)).astype(int); k = codes.index(cls(f))
+            Image.fromarray(((a.argmax(2)==k-1)*k).astype(np.uint8)).save(mdir/f'{f.parent.parent.name}_{cls(f)}_{f.stem}.png')
+        return SegmentationDataLoaders.from_label_func(data, files, lambda f: mdir/f'{Path(f).parent.parent.name}_{Path(f).parent.name}_{Path(f).stem}.png',
+                                                       codes=codes, bs=8, num_workers=0, valid_pct=0.33, seed=0), files
+    if task=='multilabel':
+        tags = lambda f: [cls(f)] + (['bright'] if np.array(Image.open(f)).mean()>70 else [])
+        db = DataBlock(blocks=(ImageBlock, MultiCategoryBlock), get_y=tags, splitter=split, batch_tfms=Normalize.from_stats(*imagenet_stats))
+    else:
+        pts = dict(red=(8., 8.), green=(16., 24.), blue=(24., 12.))
+        db = DataBlock(blocks=(ImageBlock, PointBlock), get_y=lambda f: tensor([pts[cls(f)]]), splitter=split,
+                       batch_tfms=[*aug_transforms(size=32, do_flip=False, max_rotate=5., max_warp=0.), Normalize.from_stats(*imagenet_stats)])
+    return db.dataloaders(files, bs=8, num_workers=0), files
+
+def tasks_session(cfg, data, work, res):
+    "Segmentation (unet_learner), multi-label and keypoint Learners with fastperf's callbacks and `to_fastperf()`: training, every inference entry point, and `to_fast_inference()`'s predictions against fastai's own inference path"
+    names = CONFIGS[cfg]
+    res['entry_points'],res['tasks'] = [],{}
+    for task in ('segmentation', 'multilabel', 'keypoints'):
+        (work/task).mkdir(parents=True, exist_ok=True)
+        dls,files = _task_dls(task, data, work/task)
+        set_seed(0)
+        if task=='segmentation': learn = unet_learner(dls, resnet18, pretrained=False, metrics=DiceMulti(), cbs=make_cbs(names), path=work/task)
+        elif task=='multilabel': learn = vision_learner(dls, resnet18, pretrained=False, metrics=accuracy_multi, cbs=make_cbs(names), path=work/task)
+        else: learn = vision_learner(dls, resnet18, pretrained=False, y_range=(-1, 1), cbs=make_cbs(names), path=work/task)
+        learn.to_fastperf()
+        state = snapshot(learn)
+        learn.fine_tune(1, 1e-3, freeze_epochs=1)
+        same_state(state, learn, f'{task} fine_tune')
+        loss = learn.validate()[0]
+        assert np.isfinite(loss), (task, loss)
+        preds,targs = learn.get_preds()
+        out = learn.predict(files[0])
+        tp,_ = learn.tta(n=1)
+        assert tp.shape==preds.shape, (task, tp.shape, preds.shape)
+        learn.export(work/task/'export.pkl')
+        l2 = load_learner(work/task/'export.pkl')
+        out2 = l2.predict(files[0])
+        # fastperf's inference path against fastai's: same shapes and types, predictions within bf16's rounding
+        learn.to_fast_inference()
+        fp,ft = learn.get_preds()
+        fo = learn.predict(files[0])
+        po = learn.predictor()(files[0])
+        learn.remove_fast_inference(); learn.undo_fastperf()
+        rp,rt = learn.get_preds()
+        ro = learn.predict(files[0])
+        same_state({k:v for k,v in state.items() if k not in ('cbs', 'fit_exit', 'smooth_loss')}, learn, f'{task} inference')
+        assert fp.shape==rp.shape and torch.equal(ft, rt), (task, fp.shape, rp.shape, ft[:3], rt[:3])
+        err = float((fp-rp).abs().max())
+        assert err<0.1, (task, err) # probabilities / coordinates in [-1, 1]
+        assert [type(o) for o in fo]==[type(o) for o in ro]==[type(o) for o in po], (task, [type(o) for o in fo], [type(o) for o in ro])
+        assert torch.allclose(fo[2], ro[2], atol=0.1) and torch.allclose(po[2], fo[2], atol=1e-3), (task, fo, ro, po)
+        # load_learner(cpu=True) takes mixed precision and channels-last off (fastai's rule, fastperf's callbacks included): fastai's fp32 predict
+        assert type(out2[0]) is type(out[0]) and torch.allclose(out2[2], ro[2], atol=1e-4), (task, out2, ro)
+        res['tasks'][task] = dict(valid_loss=float(loss), fast_vs_fastai_max_diff=err, pred_types=[type(o).__name__ for o in fo])
+        res['entry_points'] += [f'{task}: {e}' for e in ('fine_tune', 'validate', 'get_preds', 'predict', 'tta', 'export/load_learner+predict',
+                                                          'to_fast_inference get_preds', 'to_fast_inference predict', 'predictor')]
+        plt.close('all')
+
 def tabular_session(cfg, work, res):
     "A fastai tabular learner on a small frame, with every fastperf callback (the image ones must be harmless) and to_fastperf()"
     names = CONFIGS[cfg]
@@ -232,16 +300,17 @@ def main(cfg, data, work):
     before = snapshot()
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter('always')
-        learn = tabular_session(cfg, work, res) if cfg=='tabular' else image_session(cfg, data, work, res)
+        learn = (tabular_session(cfg, work, res) if cfg=='tabular' else tasks_session(cfg, data, work, res) if cfg=='tasks' else
+                 image_session(cfg, data, work, res))
     res['warnings'] = sorted({str(x.message)[:200] for x in w if 'fastperf' in str(x.filename) or 'fastperf' in str(x.message)
                               or 'ThroughputTimer' in str(x.message)})
     after = snapshot()
     assert before==after, {k:(before[k], after[k]) for k in before if before[k]!=after[k]}
-    if 'ThroughputTimer' in CONFIGS[cfg] and cfg!='tabular':
+    if 'ThroughputTimer' in CONFIGS[cfg] and cfg not in ('tabular', 'tasks'):
         t = learn.throughput_timer # after predictions, exports and more fits: the last fit's numbers, a report and a verdict
         res['timer'] = dict(samples_per_sec=t.samples_per_sec, verdict=t.verdict())
         assert t.samples_per_sec>0 and len(t.report())==9
-    if 'Profiler' in CONFIGS[cfg] and cfg!='tabular': res['profiled'] = learn.profiler.table is not None
+    if 'Profiler' in CONFIGS[cfg] and cfg not in ('tabular', 'tasks'): res['profiled'] = learn.profiler.table is not None
     print('RESULT ' + json.dumps(res))
 
 if __name__=='__main__': main(*sys.argv[1:4])
