@@ -6,8 +6,8 @@ ClassificationInterpretation, show_results, save/load, export/load_learner + pre
 EarlyStoppingCallback, MixUp, callbacks passed to fit(cbs=...), and fastai's to_bf16()/to_fp16() next to fastperf's callbacks.
 The script asserts what the user sees and that global state (cudnn flags, matmul precision, autocast, grad mode, fastai's
 to_device, hooks, the model's memory format where restore is asked) is as it was; the tests here compare accuracy with plain
-fastai. A tabular Learner on a small frame gets every callback and to_fastperf() too, and segmentation, multi-label and keypoint
-Learners get to_fastperf() and to_fast_inference(). Two processes run side by side."""
+fastai. A tabular Learner on a small frame gets every callback and to_fastperf() too, and segmentation, multi-label, keypoint and
+text Learners get to_fastperf() and to_fast_inference(). Two processes run side by side."""
 import json, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -85,11 +85,11 @@ def test_workflow(sessions, cfg):
         assert before==after, res['fit_cbs_learner_cbs']
 
 def test_tasks(sessions):
-    "Segmentation, multi-label and keypoints with to_fastperf(): every entry point, exports, and to_fast_inference's predictions next to fastai's"
+    "Segmentation, multi-label, keypoints and text with to_fastperf(): every entry point, exports, and to_fast_inference's predictions next to fastai's"
     res = _ok(sessions, 'tasks')
-    assert len(res['entry_points'])==27, res['entry_points']
+    assert len(res['entry_points'])==36, res['entry_points']
     types = {t:r['pred_types'][0] for t,r in res['tasks'].items()}
-    assert types==dict(segmentation='TensorMask', multilabel='MultiCategory', keypoints='TensorPoint'), types
+    assert types==dict(segmentation='TensorMask', multilabel='MultiCategory', keypoints='TensorPoint', text='Category'), types
     print(res['tasks'])
 
 @pytest.mark.parametrize('cfg', ['cast', 'all'])

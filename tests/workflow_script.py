@@ -12,6 +12,7 @@ from pathlib import Path
 import torch, numpy as np, pandas as pd
 from torch import nn
 from fastai.vision.all import *
+from fastai.text.all import TextDataLoaders, text_classifier_learner, AWD_LSTM
 from fastai.tabular.all import TabularDataLoaders, tabular_learner, Categorify, FillMissing, Normalize as TabNormalize
 from fastai.callback.fp16 import MixedPrecision
 from fastperf.all import *
@@ -31,7 +32,7 @@ CONFIGS = {
     'all': ['CastToTensor', 'ChannelsLast', 'CudnnBenchmark', 'AutoMixedPrecision', 'ThroughputTimer', 'SyncDebug', 'Profiler', 'NoSyncLoss'],
     'to_fastperf': ['to_fastperf'],
     'tabular': ['CastToTensor', 'ChannelsLast', 'CudnnBenchmark', 'AutoMixedPrecision', 'ThroughputTimer', 'SyncDebug', 'Profiler', 'NoSyncLoss', 'to_fastperf'],
-    'tasks': ['ThroughputTimer', 'NoSyncLoss', 'to_fastperf'], # segmentation, multi-label and keypoints, with to_fast_inference
+    'tasks': ['ThroughputTimer', 'NoSyncLoss', 'to_fastperf'], # segmentation, multi-label, keypoints and text, with to_fast_inference
 }
 
 def make_cbs(names):
@@ -194,7 +195,13 @@ def image_session(cfg, data, work, res):
     return learn
 
 def _task_dls(task, data, work):
-    "DataLoaders for `task` from the image folder: per-pixel classes (segmentation), class + 'bright' tags (multi-label), one point per class (keypoints)"
+    "DataLoaders for `task` and its items: from the image folder, per-pixel classes (segmentation), class + 'bright' tags (multi-label), one point per class (keypoints); sentences whose first word is their label (text)"
+    if task=='text':
+        words = 'good bad great awful fine nice poor lovely'.split()
+        rng = np.random.default_rng(0)
+        texts = [' '.join(rng.choice(words, size=rng.integers(4, 20))) for _ in range(64)]
+        df = pd.DataFrame({'text': texts, 'label': [t.split()[0] for t in texts], 'is_valid': [i>=48 for i in range(64)]})
+        return TextDataLoaders.from_df(df, text_col='text', label_col='label', valid_col='is_valid', bs=8, seq_len=16, num_workers=0), texts
     files = get_image_files(data)
     cls = lambda f: f.parent.name
     split = GrandparentSplitter(train_name='train', valid_name='valid')
@@ -216,16 +223,17 @@ def _task_dls(task, data, work):
     return db.dataloaders(files, bs=8, num_workers=0), files
 
 def tasks_session(cfg, data, work, res):
-    "Segmentation (unet_learner), multi-label and keypoint Learners with fastperf's callbacks and `to_fastperf()`: training, every inference entry point, and `to_fast_inference()`'s predictions against fastai's own inference path"
+    "Segmentation (unet_learner), multi-label, keypoint and text (AWD-LSTM) Learners with fastperf's callbacks and `to_fastperf()`: training, every inference entry point, and `to_fast_inference()`'s predictions against fastai's own inference path"
     names = CONFIGS[cfg]
     res['entry_points'],res['tasks'] = [],{}
-    for task in ('segmentation', 'multilabel', 'keypoints'):
+    for task in ('segmentation', 'multilabel', 'keypoints', 'text'):
         (work/task).mkdir(parents=True, exist_ok=True)
         dls,files = _task_dls(task, data, work/task)
         set_seed(0)
         if task=='segmentation': learn = unet_learner(dls, resnet18, pretrained=False, metrics=DiceMulti(), cbs=make_cbs(names), path=work/task)
         elif task=='multilabel': learn = vision_learner(dls, resnet18, pretrained=False, metrics=accuracy_multi, cbs=make_cbs(names), path=work/task)
-        else: learn = vision_learner(dls, resnet18, pretrained=False, y_range=(-1, 1), cbs=make_cbs(names), path=work/task)
+        elif task=='keypoints': learn = vision_learner(dls, resnet18, pretrained=False, y_range=(-1, 1), cbs=make_cbs(names), path=work/task)
+        else: learn = text_classifier_learner(dls, AWD_LSTM, pretrained=False, metrics=accuracy, cbs=make_cbs(names), path=work/task)
         learn.to_fastperf()
         state = snapshot(learn)
         learn.fine_tune(1, 1e-3, freeze_epochs=1)
