@@ -22,7 +22,7 @@ def test_cpu_mode_end_to_end(tmp_path):
     assert all(p.is_file() for p in out.iterdir()) and len(files)<=8 # what the device tool brings back
     js = json.loads((out/'summary.json').read_text())
     st = {s['step']:s['status'] for s in js['steps']}
-    assert js['mode']=='cpu' and st=={'env':'ok', 'install':'ok', 'parity':'ok', 'timer':'ok', 'bench':'ok', 'notebooks':'skipped'}
+    assert js['mode']=='cpu' and st=={'env':'ok', 'install':'ok', 'parity':'ok', 'timer':'ok', 'bench':'ok', 'notebooks':'skipped', 'workflows':'skipped'}
     assert '16_parity.ipynb' in js['cuda_notebooks'] and '07_timer.ipynb' in js['cuda_notebooks']
     md = (out/'summary.md').read_text()
     assert 'CPU mode: GPU steps skipped' in md and 'Skipped or replaced (no GPU)' in md and 'no wheels in' in md
@@ -47,6 +47,15 @@ def test_duplicate_wheels_stop_the_install(tmp_path):
     for v in ('1.0', '2.0'): (w/f'fastcore-{v}-py3-none-any.whl').write_bytes(b'')
     r = _check(tmp_path/'out', '--cpu', '--only', 'install', '--wheels', w, '--work', tmp_path/'work')
     assert r.returncode==1 and 'two versions of fastcore' in r.stdout
+
+def test_workflows_step(tmp_path):
+    "The workflow suite as a step of its own: on a CPU the `tasks` session only (CI runs them all), its pytest line in the summary"
+    out = tmp_path/'out'
+    r = _check(out, '--cpu', '--only', 'workflows', '--work', tmp_path/'work')
+    st = {s['step']:s for s in json.loads((out/'summary.json').read_text())['steps']}
+    assert r.returncode==0 and st['workflows']['status']=='ok', r.stdout[-3000:]
+    md = (out/'summary.md').read_text()
+    assert '## Workflow suite' in md and '2 passed' in md and 'skipped' in md, md[-1500:]
 
 def test_bad_arguments():
     r = _check('--limit', 'turbo=3')

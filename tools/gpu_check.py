@@ -1,5 +1,5 @@
 """The whole GPU check in one command (issue 14): install offline, run the `#| cuda` notebooks, the parity benchmark,
-the timer check and `fastperf-bench`, then bundle the results into at most 8 files and print a short summary.
+the timer check and `fastperf-bench` (and, asked for with `--only workflows`, the workflow suite), then bundle the results into at most 8 files and print a short summary.
 
     tools/gpu_check.sh [OUT] [--cpu] [--only STEP ...] [--budget SECONDS] ...      (see --help)
 
@@ -12,8 +12,9 @@ import argparse, csv, glob, json, os, re, shlex, shutil, signal, subprocess, sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-STEPS = ('env', 'install', 'parity', 'timer', 'bench', 'notebooks')
-LIMITS = dict(env=60, install=150, parity=240, timer=90, bench=240, notebooks=520) # seconds each (capped by what is left of the budget)
+STEPS = ('env', 'install', 'parity', 'timer', 'bench', 'notebooks', 'workflows')
+OPT_IN = ('workflows',) # steps that run only when named in --only: each takes a device call of its own
+LIMITS = dict(env=60, install=150, parity=240, timer=90, bench=240, notebooks=520, workflows=520) # seconds each (capped by what is left of the budget)
 GPU_ARGS = dict(parity='--device cuda',
                 bench='--device cuda --models resnet50 --bs 128 --size 224 --features channels_last precision --precision fp32 bf16 '
                       '--steps 15 --warmup 5 --no-plots --timeout 120',
@@ -53,7 +54,7 @@ class Check:
     def say(self, *a): print(*a, flush=True)
     def left(self)->float: return self.a.budget - (time.monotonic()-self.t0) - 20 # keep 20 s for the bundle
 
-    def run(self, step, cmd, limit=None, log=None, cwd=REPO)->dict:
+    def run(self, step, cmd, limit=None, log=None, cwd=REPO, env=None)->dict:
         "Run `cmd` in its own process group with a time limit; record and return the outcome"
         left = self.left()
         limit = min(limit or LIMITS.get(step, 60), left)
@@ -65,7 +66,7 @@ class Check:
         t = time.monotonic()
         with open(log, 'a') as f:
             f.write(f"$ {' '.join(shlex.quote(str(c)) for c in cmd)}\n"); f.flush()
-            p = subprocess.Popen([str(c) for c in cmd], stdout=f, stderr=subprocess.STDOUT, cwd=cwd, env=self.env, start_new_session=True)
+            p = subprocess.Popen([str(c) for c in cmd], stdout=f, stderr=subprocess.STDOUT, cwd=cwd, env=dict(self.env, **(env or {})), start_new_session=True)
             try: rc,status = p.wait(timeout=limit),None
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGTERM) # the step's own process group: its workers too
@@ -164,6 +165,11 @@ class Check:
             r['notebook'] = nb.name
             if r['status']=='ok': shutil.copy2(nb, self.work/'notebooks'/nb.name) # outputs saved by nbdev-test --save
 
+    def step_workflows(self):
+        "tests/test_workflows.py: every fastperf callback in every fastai entry point, in fresh processes, on this machine's device (all sessions on a GPU; the `tasks` one on a CPU, where CI runs them all)"
+        self.run('workflows', [PY, '-m', 'pytest', '-q', '-rs', '-p', 'no:cacheprovider', REPO/'tests'/'test_workflows.py'],
+                 env={} if self.gpu else dict(FASTPERF_WORKFLOWS='tasks'))
+
     # --- bundle and summary -----------------------------------------------------------------------------------------
     def bundle(self)->list:
         tops = []
@@ -213,6 +219,10 @@ class Check:
         s += ['', '## Timer', '', self._csv_md(self.work/'timer'/'timer.csv', ['case','timer / outside clock','with timer / without','with / without min','with / without max','timing'])]
         bc = self.work/'bench'/'results.csv'
         s += ['', '## fastperf-bench', '', f"{sum(1 for _ in open(bc))-1} rows in bench_results.csv" if bc.exists() else '(no results.csv)']
+        wl = self.work/'logs'/'workflows.log'
+        if wl.exists():
+            lines = [l for l in wl.read_text(errors='replace').splitlines() if re.search(r'\b(passed|failed|error)', l)]
+            s += ['', '## Workflow suite', '', *(['- ' + l.strip() for l in lines[-6:]] or ['(no pytest summary line in logs/workflows.log)'])]
         s += ['', f"Files: summary.md, summary.json, gpu_check.tar.gz (logs/, notebooks/ with saved outputs, parity/, bench/, timer/) and the top-level CSVs.", '']
         return '\n'.join(s)
 
@@ -221,7 +231,7 @@ def parse(argv=None):
     p.add_argument('out', nargs='?', help="output folder ($OUT wins when set; default ./gpu_check_out)")
     p.add_argument('--cpu', action='store_true', help="CPU mode even where a GPU is present")
     p.add_argument('--gpu', action='store_true', help="fail the check when torch sees no GPU")
-    p.add_argument('--only', nargs='+', choices=STEPS[1:], help="run only these steps (env always runs)")
+    p.add_argument('--only', nargs='+', choices=STEPS[1:], help=f"run only these steps (env always runs; {', '.join(OPT_IN)} only when named here)")
     p.add_argument('--skip', nargs='+', choices=STEPS[1:], default=[], help="skip these steps")
     p.add_argument('--budget', type=float, default=540, help="seconds for the whole check (the device tool allows 600 per command)")
     p.add_argument('--wheels', default=str(REPO/'.whl'), help="folder of wheels made by ../shared/device/wheels.sh")
@@ -246,6 +256,7 @@ def main(argv=None):
     c.step_env()
     for s in STEPS[1:]:
         if (a.only and s not in a.only) or s in a.skip: c.record(s, 'skipped', 'not asked for (--only/--skip)'); continue
+        if s in OPT_IN and not a.only: c.record(s, 'skipped', f'runs in a call of its own: tools/gpu_check.sh --only {s}'); continue
         try: getattr(c, f'step_{s}')()
         except Exception as e: c.record(s, 'FAILED', f"gpu_check error: {type(e).__name__}: {e}")
     files = c.bundle()
