@@ -28,6 +28,7 @@ def test_public_api():
     assert fa.CastToTensor.__module__=='fastperf.cast'
     assert fastperf.__version__==metadata('fastperf')['Version']
     assert hasattr(Learner, 'on_fit_exit') and hasattr(Learner, 'mark_warmup')
+    assert getattr(Learner.export, '_fp_export', False) # export writes to_fastperf's undo record without the optimizer and the data
     import fastai.data.load # fastai's DataLoader copies page-locked batches without waiting once fastperf is imported
     assert fastai.data.load.to_device.__module__=='fastperf.pipeline'
 
