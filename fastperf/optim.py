@@ -17,9 +17,10 @@ from fastai.learner import Learner
 # %% auto #0
 __all__ = ['TorchOptimizer', 'fast_opt']
 
-# %% ../nbs/09_optim.ipynb #072edd85
+# %% ../nbs/09_optim.ipynb #9a3b3b15
 _KINDS = {('adam',True): torch.optim.AdamW, ('adam',False): torch.optim.Adam, ('sgd',True): torch.optim.SGD, ('sgd',False): torch.optim.SGD}
 _DEFAULTS = {'adam': dict(mom=0.9, sqr_mom=0.99, eps=1e-5, wd=0.01), 'sgd': dict(mom=0., wd=0.)}
+_STATS = {'adam': (('exp_avg','grad_avg'), ('exp_avg_sq','sqr_avg')), 'sgd': (('momentum_buffer','grad_avg'),)} # torch's name, fastai's name of each moving average
 _IMPLS = ('auto','fused','foreach','for')
 
 def _fused_ok(params):
@@ -27,7 +28,7 @@ def _fused_ok(params):
     devs = _get_fused_kernels_supported_devices()
     return all(p.device.type in devs and p.is_floating_point() for p in params)
 
-# %% ../nbs/09_optim.ipynb #eabe64c4
+# %% ../nbs/09_optim.ipynb #e1a33efc
 class TorchOptimizer(_BaseOptimizer):
     "fastai's optimizer API (hypers, parameter groups, freezing, `do_wd`) over torch's `AdamW`/`Adam`/`SGD` kernels"
     def __init__(self,
@@ -95,20 +96,35 @@ class TorchOptimizer(_BaseOptimizer):
         if self.opt is not None: self.opt.state = defaultdict(dict)
 
     def state_dict(self):
+        "fastai's format (fastai's `Optimizer.state_dict`): the hyper-parameters, and for each parameter fastai's flags with its moving averages under fastai's names, so fastai's own `Adam`/`SGD` loads it and continues the same update"
         ps = [p for pg in self.param_lists for p in pg]
         st = self.opt.state if self.opt is not None else {}
-        return {'hypers': [dict(h) for h in self.hypers], 'flags': [dict(self.state[p]) for p in ps], 'state': [dict(st.get(p, {})) for p in ps]}
+        def fastai_state(p):
+            s,t = dict(self.state[p]),st.get(p, {})
+            s.update({fa:t[tn] for tn,fa in _STATS[self.kind] if t.get(tn) is not None})
+            if self.kind=='adam' and 'step' in t: s['step'] = int(t['step'])
+            return s
+        return {'hypers': [dict(h) for h in self.hypers], 'state': [fastai_state(p) for p in ps]}
 
     def load_state_dict(self, sd):
+        "Load fastai's format: from this optimizer, or from fastai's `Adam`/`SGD` (the moving averages carry over), or this class's earlier format (torch's names beside fastai's flags)"
         ps = [p for pg in self.param_lists for p in pg]
         if len(sd['state'])!=len(ps): raise ValueError(f"TorchOptimizer.load_state_dict: {len(sd['state'])} parameters saved, {len(ps)} here")
         for h,h_ in zip(self.hypers, sd['hypers']): h.update(h_)
-        for p,f in zip(ps, sd['flags']): self.state[p].update(f)
+        if 'flags' in sd: flags,stats = sd['flags'],sd['state']
+        else:
+            names = {fa:tn for tn,fa in _STATS[self.kind]}
+            flags = [{k:v for k,v in s.items() if k!='step' and not isinstance(v, torch.Tensor)} for s in sd['state']]
+            stats = [{names[k]:v for k,v in s.items() if k in names} for s in sd['state']]
+            if self.kind=='adam':
+                for s,t in zip(sd['state'], stats):
+                    if t: t['step'] = torch.tensor(float(s.get('step', 0)), dtype=torch.float32)
+        for p,f in zip(ps, flags): self.state[p].update(f)
         self._build(None)
         order = [p for g in self.opt.param_groups for p in g['params']]
         pos = {p:i for i,p in enumerate(order)}
         groups = [{**{k:v for k,v in g.items() if k!='params'}, 'params': [pos[p] for p in g['params']]} for g in self.opt.param_groups]
-        self.opt.load_state_dict({'state': {pos[p]:s for p,s in zip(ps, sd['state']) if s}, 'param_groups': groups})
+        self.opt.load_state_dict({'state': {pos[p]:s for p,s in zip(ps, stats) if s}, 'param_groups': groups})
 
 # %% ../nbs/09_optim.ipynb #2c784508
 def fast_opt(kind:str='adam', # 'adam' (fastai's `Adam`) or 'sgd' (fastai's `SGD`)
@@ -132,12 +148,12 @@ def _fastai_kind(opt_func):
     hp.update({k:v for k,v in kw.items() if k!='lr'})
     return kind,hp
 
-# %% ../nbs/09_optim.ipynb #de2011f5
+# %% ../nbs/09_optim.ipynb #bbe27db6
 @patch
 def to_fused_opt(self:Learner,
                  impl:str='auto', # 'fused', 'foreach', 'for' or 'auto'
                 ):
-    "Swap the learner's fastai `Adam`/`SGD` for `TorchOptimizer` with the same hyper-parameters (moving averages restart)"
+    "Swap the learner's fastai `Adam`/`SGD` for `TorchOptimizer` with the same hyper-parameters and moving averages"
     if isinstance(self.opt_func, functools.partial) and self.opt_func.func is TorchOptimizer: return self
     kind,hp = _fastai_kind(self.opt_func)
     decouple = hp.pop('decouple_wd', True)
@@ -146,5 +162,6 @@ def to_fused_opt(self:Learner,
     old = self.opt
     if old is not None:
         self.create_opt()
+        self.opt.load_state_dict(old.state_dict()) # fastai's format both ways: the same moving averages, so training continues as with fastai's
         self.opt.freeze_to(old.frozen_idx)
     return self

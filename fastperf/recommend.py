@@ -127,7 +127,7 @@ def _swap_opt(learn)->tuple:
     if isinstance(f, functools.partial) and f.func is TorchOptimizer: return False,"kept   TorchOptimizer: already there"
     try: learn.to_fused_opt()
     except ValueError as e: return False,f"skipped the optimizer swap: {e} (the optimizer is kept)"
-    return True,"changed optimizer: fastai's per-tensor update -> TorchOptimizer (the same update rule, computed by torch's fused/foreach kernels; moving averages restart)"
+    return True,"changed optimizer: fastai's per-tensor update -> TorchOptimizer (the same update rule, computed by torch's fused/foreach kernels; moving averages kept)"
 
 # %% ../nbs/11_recommend.ipynb #99f250bd
 def _has(learn, cb)->bool:
