@@ -28,7 +28,7 @@ def _fused_ok(params):
     devs = _get_fused_kernels_supported_devices()
     return all(p.device.type in devs and p.is_floating_point() for p in params)
 
-# %% ../nbs/09_optim.ipynb #e1a33efc
+# %% ../nbs/09_optim.ipynb #7faa6db2
 class TorchOptimizer(_BaseOptimizer):
     "fastai's optimizer API (hypers, parameter groups, freezing, `do_wd`) over torch's `AdamW`/`Adam`/`SGD` kernels"
     def __init__(self,
@@ -116,6 +116,7 @@ class TorchOptimizer(_BaseOptimizer):
             names = {fa:tn for tn,fa in _STATS[self.kind]}
             flags = [{k:v for k,v in s.items() if k!='step' and not isinstance(v, torch.Tensor)} for s in sd['state']]
             stats = [{names[k]:v for k,v in s.items() if k in names} for s in sd['state']]
+            stats = [t if len(t)==len(names) else {} for t in stats] # all of this kind's averages, or none (an SGD state in an Adam optimizer: they start afresh)
             if self.kind=='adam':
                 for s,t in zip(sd['state'], stats):
                     if t: t['step'] = torch.tensor(float(s.get('step', 0)), dtype=torch.float32)
