@@ -504,7 +504,7 @@ def _amp_context(cbs:dict, dev:torch.device):
     amp = cbs['amp']
     return torch.autocast(amp[0], dtype=amp[1]) if amp and amp[0]==dev.type else contextlib.nullcontext()
 
-# %% ../nbs/14_inference.ipynb #89d43246
+# %% ../nbs/14_inference.ipynb #505f7cff
 class Predictor:
     "Predict single items (or a few) with `learn`'s test pipeline built once: `learn.predict`'s outputs without a DataLoader per call"
     def __init__(self,
@@ -531,9 +531,7 @@ class Predictor:
         "The model's input batch for `items`, on the device, after the batch transforms"
         if not len(items): raise ValueError("Predictor: no items to predict (an empty list)")
         dl = self._dl(items[0])
-        for nm in ('after_item','before_batch','after_batch'): # the validation split's transforms, as fastai's `TfmdDL.before_iter` sets them for each pass
-            p = getattr(dl, nm, None)
-            if isinstance(p, Pipeline): p.split_idx = getattr(dl.dataset, 'split_idx', None)
+        dl.before_iter() # fastai's start of a pass: a `TfmdDL` sets its pipelines to its split (the validation transforms)
         samples = [dl.after_item(tuple(tl.tfms(o) for tl in dl.dataset.tls)) for o in items]
         b = dl.do_batch(samples)
         if dl.device is not None: b = to_device(b, dl.device)
