@@ -2,7 +2,8 @@
 is one fresh Python process (tests/workflow_script.py) that imports only fastai and the installed fastperf, trains on a folder
 of real PNG/JPEG files written here (3 colour classes, 32 px: learnable, so accuracy means something), and calls lr_find,
 fine_tune, fit_one_cycle, several fits, validate, get_preds (with_loss, with_decoded, test_dl), predict, tta,
-ClassificationInterpretation, show_results, save/load, export/load_learner + predict, GradientAccumulation, SaveModelCallback,
+ClassificationInterpretation, show_results, save/load, a checkpoint with its optimizer state loaded across fastperf's and fastai's
+optimizers both ways (to_fastperf), export/load_learner + predict, GradientAccumulation, SaveModelCallback,
 EarlyStoppingCallback, MixUp, callbacks passed to fit(cbs=...), and fastai's to_bf16()/to_fp16() next to fastperf's callbacks.
 The script asserts what the user sees and that global state (cudnn flags, matmul precision, autocast, grad mode, fastai's
 to_device, hooks, the model's memory format where restore is asked) is as it was; the tests here compare accuracy with plain
@@ -86,6 +87,8 @@ def test_workflow(sessions, cfg):
     if 'fit_cbs_learner_cbs' in res: # callbacks given to fit(cbs=...) leave the Learner's own callbacks as they were
         before,after = res['fit_cbs_learner_cbs']
         assert before==after, res['fit_cbs_learner_cbs']
+    if cfg=='to_fastperf': # save(with_opt=True) from fastperf's optimizer, load into fastai's Adam, save, load into fastperf's: same averages
+        assert res['checkpoint_opts']==['TorchOptimizer', 'Optimizer', 'TorchOptimizer'], res.get('checkpoint_opts')
 
 def test_tasks(sessions):
     "Segmentation, multi-label, keypoints and text with to_fastperf(): every entry point, exports, and to_fast_inference's predictions next to fastai's"

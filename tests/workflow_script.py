@@ -69,6 +69,17 @@ def same_state(before, learn, what):
         del diff['cbs'] # recorded, not asserted: see test_workflows
     assert not diff, f"{what} left state changed: {diff}"
 
+def same_opt_state(a, b, what):
+    "Optimizers `a` and `b` hold the same moving averages and step counts per parameter, in fastai's format (fastai's Adam beside fastperf's)"
+    sa,sb = a.state_dict()['state'],b.state_dict()['state']
+    assert len(sa)==len(sb), (what, len(sa), len(sb))
+    n = 0
+    for x,y in zip(sa, sb):
+        for k in ('grad_avg', 'sqr_avg', 'step'):
+            assert (k in x)==(k in y), (what, k, sorted(x), sorted(y))
+            if k in x: assert torch.equal(torch.as_tensor(x[k]), torch.as_tensor(y[k])), (what, k); n += 1
+    assert n>0, f"{what}: no moving averages to compare"
+
 def channels_last_params(model):
     return sum(p.dim()==4 and p.is_contiguous(memory_format=torch.channels_last) and not p.is_contiguous() for p in model.parameters())
 
@@ -137,6 +148,25 @@ def image_session(cfg, data, work, res):
     learn.fit(1, 1e-3)
     learn.load('stage1')
     assert torch.allclose(learn.get_preds()[0], p1, atol=1e-4), "load did not bring the saved weights back"
+    if 'to_fastperf' in names: # a checkpoint with its optimizer state moves between fastperf's optimizer and fastai's Adam, both ways
+        learn.save('with_opt', with_opt=True)
+        lf = vision_learner(dls, resnet18, pretrained=False, metrics=accuracy, path=work)
+        lf.model_dir = work/'models'
+        with warnings.catch_warnings():
+            warnings.filterwarnings('error', message='Could not load the optimizer state') # fastai's warning when it cannot read it
+            lf.load('with_opt', with_opt=True)
+        assert type(learn.opt).__name__=='TorchOptimizer' and type(lf.opt).__name__=='Optimizer', (type(learn.opt), type(lf.opt))
+        same_opt_state(learn.opt, lf.opt, 'fastperf -> fastai')
+        lf.save('from_fastai', with_opt=True)
+        lb = vision_learner(dls, resnet18, pretrained=False, metrics=accuracy, path=work).to_fastperf(verbose=False)
+        lb.model_dir = work/'models'
+        with warnings.catch_warnings():
+            warnings.filterwarnings('error', message='Could not load the optimizer state')
+            lb.load('from_fastai', with_opt=True)
+        assert type(lb.opt).__name__=='TorchOptimizer', type(lb.opt)
+        same_opt_state(lf.opt, lb.opt, 'fastai -> fastperf')
+        with lb.no_bar(), lb.no_logging(): lb.fit(1, 1e-4) # and it trains on from there
+        res['checkpoint_opts'] = [type(learn.opt).__name__, type(lf.opt).__name__, type(lb.opt).__name__]
     # export / load_learner, then predict in the loaded Learner
     learn.export(work/'export.pkl')
     l2 = load_learner(work/'export.pkl')
