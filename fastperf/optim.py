@@ -28,7 +28,7 @@ def _fused_ok(params):
     devs = _get_fused_kernels_supported_devices()
     return all(p.device.type in devs and p.is_floating_point() for p in params)
 
-# %% ../nbs/09_optim.ipynb #7faa6db2
+# %% ../nbs/09_optim.ipynb #749a77aa
 class TorchOptimizer(_BaseOptimizer):
     "fastai's optimizer API (hypers, parameter groups, freezing, `do_wd`) over torch's `AdamW`/`Adam`/`SGD` kernels"
     def __init__(self,
@@ -46,20 +46,15 @@ class TorchOptimizer(_BaseOptimizer):
         params = L(params)
         self.param_lists = L(L(p) for p in params) if isinstance(params[0], (L,list)) else L([params])
         self.kind,self.decouple_wd,self.impl = kind,decouple_wd,impl
+        self._nd = [p for pg in self.param_lists for p in pg if p.dim()>=4] # the parameters a memory format can change
         self.state,self.frozen_idx,self.opt,self._sig = defaultdict(dict),0,None,None
         self.hypers = L({} for _ in self.param_lists)
         hp = {**_DEFAULTS[kind], **hypers}
         self.use_mom = kind=='adam' or hp['mom']!=0 # fastai's SGD with mom=0 never uses momentum, even if a schedule sets it
         self.set_hypers(lr=lr, **hp)
-        self._check()
-
-    def _check(self):
-        if self.kind=='sgd' and self.decouple_wd and self.use_mom and any(h['wd']!=0 for h in self.hypers):
-            raise ValueError("TorchOptimizer: fastai's SGD with momentum and decoupled weight decay has no torch equivalent "
-                             "(torch's SGD only has L2); use `decouple_wd=False`, `wd=0` or fastai's own SGD")
 
     def _torch_hypers(self, h, do_wd):
-        wd = h['wd'] if do_wd else 0.
+        wd = h['wd'] if do_wd and not (self.kind=='sgd' and self.decouple_wd and self.use_mom) else 0. # that decay is `_sgd_step`'s
         if self.kind=='adam': return dict(lr=h['lr'], betas=(h['mom'],h['sqr_mom']), eps=h['eps'], weight_decay=wd)
         return dict(lr=h['lr'], momentum=h['mom'] if self.use_mom else 0., weight_decay=wd)
 
@@ -75,16 +70,38 @@ class TorchOptimizer(_BaseOptimizer):
         old = self.opt.state if self.opt is not None else None
         self.opt = _KINDS[self.kind,self.decouple_wd](groups, **kw)
         if old: self.opt.state.update(old)
+        self._align_state()
         self.impl_used,self._sig = impl,sig
+
+    def _align_state(self):
+        "Give each moving average its parameter's memory layout (torch's fused kernels read both as flat memory)"
+        for p,s in self.opt.state.items():
+            for k,t in s.items():
+                if isinstance(t, torch.Tensor) and t.shape==p.shape and t.stride()!=p.stride(): s[k] = torch.empty_like(p, dtype=t.dtype).copy_(t)
 
     def step(self, closure=None):
         "Copy fastai's hyper-parameters into the torch optimizer and run its step"
         if closure is not None: raise NotImplementedError("TorchOptimizer.step does not take a closure")
-        sig = tuple(self.state[p].get('do_wd', True) for pg in self.param_lists for p in pg)
+        sig = (tuple(self.state[p].get('do_wd', True) for pg in self.param_lists for p in pg), # new flags, or parameters converted to or from channels-last: rebuild
+               tuple(p.is_contiguous() for p in self._nd))
         if sig!=self._sig: self._build(sig)
-        if self.kind=='sgd' and self.decouple_wd: self._check()
         for g,(i,flag) in zip(self.opt.param_groups, self._gmap): g.update(self._torch_hypers(self.hypers[i], flag))
+        if self.kind=='sgd' and self.use_mom: self._sgd_step()
+        else: self.opt.step()
+
+    @torch.no_grad()
+    def _sgd_step(self):
+        "torch's `SGD` step with fastai's two differences: decoupled weight decay (`p *= 1-lr*wd` first, fastai's `weight_decay`), and at a scheduled momentum of 0 the buffer becomes the gradient (with L2 added, as fastai's `l2_reg` adds it), where torch leaves it as it was"
+        bufs = []
+        for g,(i,flag) in zip(self.opt.param_groups, self._gmap):
+            h,ps = self.hypers[i],[p for p in g['params'] if p.grad is not None]
+            if not ps: continue
+            if self.decouple_wd and flag and h['wd']!=0: torch._foreach_mul_(ps, 1-h['lr']*h['wd'])
+            if h['mom']==0:
+                wd = h['wd'] if flag and not self.decouple_wd else 0.
+                bufs += [(p, p.grad+wd*p if wd else p.grad.clone()) for p in ps]
         self.opt.step()
+        for p,b in bufs: self.opt.state[p]['momentum_buffer'] = b
 
     def zero_grad(self):
         "Set the gradients to `None` (torch's default)"
@@ -110,6 +127,8 @@ class TorchOptimizer(_BaseOptimizer):
         "Load fastai's format: from this optimizer, or from fastai's `Adam`/`SGD` (the moving averages carry over), or this class's earlier format (torch's names beside fastai's flags)"
         ps = [p for pg in self.param_lists for p in pg]
         if len(sd['state'])!=len(ps): raise ValueError(f"TorchOptimizer.load_state_dict: {len(sd['state'])} parameters saved, {len(ps)} here")
+        if len(sd['hypers'])!=len(self.hypers): # fastai's Learner.load warns "Could not load the optimizer state" and keeps this one, as with fastai's optimizer
+            raise ValueError(f"TorchOptimizer.load_state_dict: {len(sd['hypers'])} parameter groups saved, {len(self.hypers)} here")
         for h,h_ in zip(self.hypers, sd['hypers']): h.update(h_)
         if 'flags' in sd: flags,stats = sd['flags'],sd['state']
         else:
@@ -120,12 +139,13 @@ class TorchOptimizer(_BaseOptimizer):
             if self.kind=='adam':
                 for s,t in zip(sd['state'], stats):
                     if t: t['step'] = torch.tensor(float(s.get('step', 0)), dtype=torch.float32)
-        for p,f in zip(ps, flags): self.state[p].update(f)
+        for p,f in zip(ps, flags): self.state[p] = dict(f) # the saved flags replace these, as in fastai's optimizer
         self._build(None)
         order = [p for g in self.opt.param_groups for p in g['params']]
         pos = {p:i for i,p in enumerate(order)}
         groups = [{**{k:v for k,v in g.items() if k!='params'}, 'params': [pos[p] for p in g['params']]} for g in self.opt.param_groups]
         self.opt.load_state_dict({'state': {pos[p]:s for p,s in zip(ps, stats) if s}, 'param_groups': groups})
+        self._align_state()
 
 # %% ../nbs/09_optim.ipynb #2c784508
 def fast_opt(kind:str='adam', # 'adam' (fastai's `Adam`) or 'sgd' (fastai's `SGD`)
@@ -149,7 +169,7 @@ def _fastai_kind(opt_func):
     hp.update({k:v for k,v in kw.items() if k!='lr'})
     return kind,hp
 
-# %% ../nbs/09_optim.ipynb #bbe27db6
+# %% ../nbs/09_optim.ipynb #0cb7c1f6
 @patch
 def to_fused_opt(self:Learner,
                  impl:str='auto', # 'fused', 'foreach', 'for' or 'auto'
@@ -158,7 +178,6 @@ def to_fused_opt(self:Learner,
     if isinstance(self.opt_func, functools.partial) and self.opt_func.func is TorchOptimizer: return self
     kind,hp = _fastai_kind(self.opt_func)
     decouple = hp.pop('decouple_wd', True)
-    if kind=='sgd' and decouple and hp.get('mom',0)!=0 and hp.get('wd',0)!=0: TorchOptimizer([torch.zeros(1)], 0., 'sgd', True, **hp) # raises with the reason
     self.opt_func = fast_opt(kind, impl=impl, decouple_wd=decouple, **hp)
     old = self.opt
     if old is not None:
