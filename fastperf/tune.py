@@ -31,9 +31,9 @@ __all__ = ['feature_name', 'train_candidates', 'default_cache_path', 'tune_key',
 def _opt_swappable(learn)->bool:
     f = learn.opt_func
     if isinstance(f, functools.partial) and f.func is TorchOptimizer: return True
-    try: kind,hp = _fastai_kind(f)
+    try: _fastai_kind(f) # fastai's Adam or SGD, any hyper-parameters
     except ValueError: return False
-    return not (kind=='sgd' and hp.get('decouple_wd', True) and hp.get('mom',0)!=0 and hp.get('wd',0)!=0)
+    return True
 
 def _precisions(dev)->list:
     if dev.type=='cuda': return ['fp32'] + (['bf16'] if torch.cuda.is_bf16_supported() else []) + ['fp16']
