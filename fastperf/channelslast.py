@@ -45,13 +45,13 @@ def has_conv(model:nn.Module)->bool:
     "Whether `model` holds a 2D or 3D convolution (the layers channels-last speeds up)"
     return any(isinstance(m, nn.modules.conv._ConvNd) and len(m.kernel_size) in (2,3) for m in model.modules())
 
-# %% ../nbs/03_channelslast.ipynb #e4c75c55
+# %% ../nbs/03_channelslast.ipynb #c8ada15a
 def _param_formats(model):
     return {n:memory_format_of(t) for n,t in [*model.named_parameters(), *model.named_buffers()] if t.dim() in (4,5)}
 
 def _convert(model, fn, names=None):
-    "Replace the data (and grads) of `model`'s 4D/5D parameters and buffers (those in `names`, if given) by `fn` of them"
-    with torch.no_grad():
+    "Replace the data (and grads) of `model`'s 4D/5D parameters and buffers (those in `names`, if given) by `fn` of them (normal tensors, also when called inside an inference loop)"
+    with torch.inference_mode(False), torch.no_grad():
         for n,t in [*model.named_parameters(), *model.named_buffers()]:
             if t.dim() not in (4,5) or (names is not None and n not in names): continue
             t.data = fn(t.data)

@@ -36,7 +36,7 @@ from fastai.torch_core import to_cpu, batch_to_samples
 __all__ = ['inference_settings', 'FastInference', 'plain_inference', 'inference_parity', 'targets_decode_ok', 'decode_targets',
            'predict_callbacks', 'Predictor', 'predict_latency', 'in_memory_dls']
 
-# %% ../nbs/14_inference.ipynb #30c05780
+# %% ../nbs/14_inference.ipynb #5622d506
 def inference_settings(learn:Learner,
                        channels_last:bool|None=None, # None: the rule for the device and model
                        precision:str|None=None, # None: the rule; 'fp32' (or False), 'bf16' or 'fp16'
@@ -55,10 +55,12 @@ def inference_settings(learn:Learner,
         why_c = ("convolutional model: channels-last inputs and weights" if cl else
                  "the model has no 2D/3D convolution" if not conv else "channels-last pays on CPU together with bf16 only")
     else: cl,why_c = bool(channels_last),f"asked for: channels_last={bool(channels_last)}"
+    err = learn.model.__dict__.get('_fp_cl_error')
+    if cl and channels_last is None and err is not None: cl,why_c = False,f"the model failed on channels-last tensors ({err[:60]}...)"
     if cl and not conv: cl,why_c = False,"the model has no 2D/3D convolution: channels-last does nothing for it"
     return dict(device=dev, precision=prec, channels_last=cl, why_precision=why_p, why_channels_last=why_c)
 
-# %% ../nbs/14_inference.ipynb #f2a40a0a
+# %% ../nbs/14_inference.ipynb #f62d7c1f
 class _Prefetch(GetAttr):
     "`dl`'s batches made `depth` ahead in a background thread: the per-item transforms, collation and batch transforms of the next batches run while the model computes this one (torch releases the GIL), in the same order, so the same predictions"
     _default = 'dl'
@@ -92,16 +94,16 @@ def _cl_ok(learn, xb)->bool:
     m = learn.model
     if '_fp_cl_error' not in m.__dict__:
         err = m.__dict__['_fp_cl_error'] = channels_last_error(m, xb)
-        if err is not None:
-            fi = learn.__dict__.get('_fast_inference')
-            if fi is not None and fi['channels_last']:
-                if fi['formats'] is not None: _restore_formats(m, fi['formats'])
-                fi['channels_last'],fi['formats'] = False,None
-                for c in fi['cbs']:
-                    if isinstance(c, FastInference): c.channels_last = False
-            warnings.warn(f"fastperf: the model fails on channels-last tensors ({err}), so it predicts in its own memory format; "
-                          "a `.reshape` in place of that `.view` would let it use channels-last.")
-    return m.__dict__['_fp_cl_error'] is None
+        if err is not None: warnings.warn(f"fastperf: the model fails on channels-last tensors ({err}), so it predicts in its own memory format; "
+                                          "a `.reshape` in place of that `.view` would let it use channels-last.")
+    if m.__dict__['_fp_cl_error'] is None: return True
+    fi = learn.__dict__.get('_fast_inference')
+    if fi is not None and fi['channels_last']:
+        if fi['formats'] is not None: _restore_formats(m, fi['formats'])
+        fi['channels_last'],fi['formats'] = False,None
+        for c in fi['cbs']:
+            if isinstance(c, FastInference): c.channels_last = False
+    return False
 
 def _keeping_device(cb, learn):
     "`cb`'s own `after_batch`, with `learn.to_detach` leaving tensors on the device"
@@ -174,7 +176,9 @@ class FastInference(Callback):
         for c in self.__dict__.pop('_deferred', []): c.__dict__.pop('after_batch', None)
         self.__dict__.pop('_gather', None)
     def before_batch(self):
-        if self.learn.fitting: return
+        if self.learn.fitting: # the model stays channels-last between inference loops: a fit must not fail on it either
+            if self.channels_last: _cl_ok(self.learn, self.learn.xb)
+            return
         xb = cast_to_tensor(self.learn.xb)
         self.learn.xb = as_channels_last(xb) if self.channels_last and _cl_ok(self.learn, xb) else xb
         if self.precision!='fp32': # the forward only, as fastai's MixedPrecision does: the batch transforms before it stay in fp32

@@ -287,8 +287,18 @@ class ToUint8(Transform):
             return TensorImage(x.mul(255).round_().to(torch.uint8))
         return x
 
-# %% ../nbs/08_pipeline.ipynb #8d17ad2d
+# %% ../nbs/08_pipeline.ipynb #b9a50810
 def _is_int2float(t): return isinstance(t, IntToFloatTensor)
+
+def _uint8_valued(x)->bool:
+    "Whether the float image `x` holds values `k/255` in [0,1] (an 8-bit image divided by 255): those travel as `uint8` exactly"
+    y = x.float()*255
+    return bool(x.min()>=0 and x.max()<=1 and (y-y.round()).abs().max()<1e-3)
+
+def _images(dl, n:int=3)->list:
+    "The `TensorImage`s of `dl`'s first `n` items"
+    xs = [dl.do_item(i) for i in range(min(n, len(dl.dataset)))]
+    return [o for x in xs for o in (x if isinstance(x, tuple) else (x,)) if isinstance(o, TensorImage)]
 
 def uint8_batches(dls:DataLoaders, # DataLoaders whose item pipeline may produce float images
                  )->DataLoaders:
@@ -296,9 +306,8 @@ def uint8_batches(dls:DataLoaders, # DataLoaders whose item pipeline may produce
     for dl in dls.loaders:
         moved = [t for t in dl.after_item.fs if _is_int2float(t) or isinstance(t, Normalize)]
         if moved: dl.after_item = Pipeline([t for t in dl.after_item.fs if t not in moved])
-        x = dl.do_item(0)
-        img = next((o for o in (x if isinstance(x, tuple) else (x,)) if isinstance(o, TensorImage)), None)
-        if img is not None and img.is_floating_point():
+        imgs = _images(dl)
+        if imgs and all(o.is_floating_point() and _uint8_valued(o) for o in imgs): # float images made from 8-bit ones: other floats stay as they are
             dl.after_item = Pipeline(list(dl.after_item.fs)+[ToUint8()])
             if not any(map(_is_int2float, moved)): moved.append(IntToFloatTensor())
         if any(map(_is_int2float, dl.after_batch.fs)): moved = [t for t in moved if not _is_int2float(t)]
