@@ -276,7 +276,7 @@ def explain_compile(self:Learner, **kwargs):
     with self.removed_cbs([c for c in self.cbs if isinstance(c, Compile)]), self.no_bar(), self.no_logging(): self.fit(1, cbs=cb)
     return cb.explanation
 
-# %% ../nbs/06_compiler.ipynb #f5a5cfb8
+# %% ../nbs/06_compiler.ipynb #24c2d271
 def inference_mode_blockers(learn:Learner)->list:
     "Why `learn`'s predictions must run under `no_grad` rather than `inference_mode` (an empty list: it is safe)"
     why = []
@@ -286,7 +286,7 @@ def inference_mode_blockers(learn:Learner)->list:
     return why
 
 def _unset_inference_tensors(model:nn.Module):
-    "Replace parameters and buffers that a forward under inference_mode replaced by inference tensors with normal copies"
+    "Replace parameters, buffers and tensors cached as plain attributes (by modules outside `torch.nn`) that a forward under inference_mode made inference tensors with normal copies"
     todo,seen = [model],set() # `model.modules()` without its generator and names: this runs after every predictor call
     for mod in todo:
         if mod is None or id(mod) in seen: continue
@@ -296,6 +296,9 @@ def _unset_inference_tensors(model:nn.Module):
             for k,t in d.items():
                 if t is not None and t.is_inference():
                     d[k] = nn.Parameter(t.clone(), t.requires_grad) if isinstance(t, nn.Parameter) else t.clone()
+        if not type(mod).__module__.startswith('torch.nn'): # a user's module may cache a tensor on its first forward (`self.scale = ...`)
+            d = mod.__dict__
+            for k in [k for k,v in d.items() if isinstance(v, torch.Tensor) and v.is_inference()]: d[k] = d[k].clone()
 
 # %% ../nbs/06_compiler.ipynb #ca075615
 @patch
