@@ -37,13 +37,14 @@ __all__ = ['MEAN', 'STD', 'LOSS_TOL', 'parity_config', 'synth_images', 'fastai_d
            'PlainLoop', 'lightning_available', 'LightningLoop', 'learner_features', 'fastai_learner', 'loss_check',
            'fast_inference_learner', 'PlainPredict', 'parity', 'save_parity', 'main']
 
-# %% ../nbs/16_parity.ipynb #58be054e
+# %% ../nbs/16_parity.ipynb #f97d208e
 def parity_config(device=None, # 'cpu', 'cuda', ... (default: CUDA when available)
                   quick:bool=False, # A seconds-long configuration for tests: resnet18, 32px, batch 8, few steps
                   **kwargs # Any key of the configuration, to override (None: keep)
                  )->dict:
     "The parity benchmark's configuration for `device`: issue 13's CPU case, or ResNet-50 on device-resident data on a GPU"
-    dev = torch.device(device or ('cuda' if torch.cuda.is_available() else 'cpu'))
+    try: dev = torch.device(device or ('cuda' if torch.cuda.is_available() else 'cpu'))
+    except RuntimeError as e: raise ValueError(f"device: {str(e).splitlines()[0]}") from None
     if dev.type=='cuda': c = dict(arch='resnet50', size=224, bs=256, data='device', steps=20, warmup=5, rounds=5, loss_steps=10, infer_batches=8)
     else: c = dict(arch='resnet18', size=64, bs=32, data='datablock', steps=20, warmup=3, rounds=7, loss_steps=8, infer_batches=32)
     c.update(device=str(dev), n_classes=10, lr=1e-3, seed=0, num_workers=None, lightning=True, infer=True, precision='auto', channels_last='auto',
@@ -58,6 +59,10 @@ def parity_config(device=None, # 'cpu', 'cuda', ... (default: CUDA when availabl
     if c['sync_free'] not in ('auto', True, False): raise ValueError(f"sync_free must be 'auto', True or False, got {c['sync_free']!r}")
     if min(c['steps'], c['rounds'], c['bs'], c['loss_steps'], c['infer_batches'])<1 or c['warmup']<0:
         raise ValueError("parity_config needs steps, rounds, bs, loss_steps, infer_batches >= 1 and warmup >= 0")
+    if c['size']<16: raise ValueError(f"size must be >= 16 (the models downsample 16x or more), got {c['size']}")
+    import torchvision.models as tvm
+    if c['arch']!='small_cnn' and not callable(getattr(tvm, c['arch'], None)):
+        raise ValueError(f"arch must be a torchvision model name (resnet18, resnet50, ...) or small_cnn, got {c['arch']!r}")
     return c
 
 # %% ../nbs/16_parity.ipynb #78c524da
@@ -501,7 +506,7 @@ def save_parity(res:dict, out)->list:
     (out/'parity.json').write_text(json.dumps(js, indent=1, default=str))
     return [out/'parity.csv', out/'parity_losses.csv', out/'parity.json']
 
-# %% ../nbs/16_parity.ipynb #d2760969
+# %% ../nbs/16_parity.ipynb #dd411048
 def _parser():
     p = argparse.ArgumentParser(prog='fastperf-parity', description="Parity benchmark: fastai, fastai + to_fastperf(), plain PyTorch and "
                                 "Lightning with the same model, data, features and optimizer; speed in interleaved rounds, losses compared")
@@ -524,14 +529,20 @@ def _parser():
     return p
 
 def main(argv=None):
-    a = _parser().parse_args(argv)
+    p = _parser()
+    a = p.parse_args(argv)
+    if a.threads is not None and a.threads<1: p.error("--threads must be >= 1")
     if a.threads: torch.set_num_threads(a.threads)
     cl = {'on':True, 'off':False}.get(a.channels_last, a.channels_last)
-    c = parity_config(a.device, quick=a.quick, arch=a.arch, size=a.size, bs=a.bs, data=a.data, precision=a.precision, channels_last=cl,
+    try: c = parity_config(a.device, quick=a.quick, arch=a.arch, size=a.size, bs=a.bs, data=a.data, precision=a.precision, channels_last=cl,
                       steps=a.steps, warmup=a.warmup, rounds=a.rounds, loss_steps=a.loss_steps, infer_batches=a.infer_batches, lr=a.lr,
                       seed=a.seed, num_workers=a.num_workers, lightning=False if a.no_lightning else None, infer=False if a.no_infer else None,
                       sync_free={'on':True, 'off':False}.get(a.sync_free, a.sync_free))
+    except ValueError as e: p.error(str(e))
+    if torch.device(c['device']).type=='cuda' and not torch.cuda.is_available(): p.error(f"--device {c['device']}: torch sees no CUDA device here")
     out = Path(a.out or f"fastperf-parity-{torch.device(c['device']).type}-{time.strftime('%Y%m%d-%H%M%S')}")
+    try: out.mkdir(parents=True, exist_ok=True) # before the run, not after it: an --out that cannot be written loses nothing
+    except OSError as e: p.error(f"--out {out}: {e.strerror or e}")
     res = parity(c, out=out)
     print(f"wrote {out}/parity.csv, parity_losses.csv, parity.json")
     return 0 if all(ch['ok'] for ch in res['loss_checks']) else 1

@@ -160,6 +160,14 @@ def test_bad_arguments_exit_2(tmp_path, capsys):
     assert p.returncode==2 and 'fastperf-bench: error: unknown model' in p.stderr, p.stderr[-2000:]
     assert not (tmp_path/'never').exists()
 
+def test_out_not_a_folder(tmp_path, capsys):
+    "An --out that is a file (or cannot be made) is an error line before the sweep, not a traceback after the workers started"
+    from fastperf.bench import main
+    f = tmp_path/'a_file'; f.write_text('x')
+    with pytest.raises(SystemExit) as e: main(['--quick', '--out', str(f)])
+    assert e.value.code==2
+    assert [l for l in capsys.readouterr().err.splitlines() if l.startswith(f'fastperf-bench: error: --out {f}')]
+
 DDP_MODELS = '''
 import os
 from fastperf.data import small_cnn

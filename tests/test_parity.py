@@ -1,6 +1,6 @@
 "The `fastperf-parity` command as users run it: a fresh process, a tiny configuration, the table and files it writes."
 import json, subprocess, sys
-import pandas as pd
+import pandas as pd, pytest
 
 def _run(tmp_path, *args):
     out = tmp_path/'par'
@@ -34,3 +34,17 @@ def test_parity_cli_tiny(tmp_path):
     ls = pd.read_csv(out/'parity_losses.csv')
     assert len(ls)==3*2 and set(ls.columns)=={'pair','step','loss','plain_loss'}
     assert 'ok' in r.stdout and 'wrote' in r.stdout
+
+PBAD = [['--steps','0'], ['--bs','-1'], ['--arch','nosuchnet'], ['--device','tpu'], ['--threads','-1'], ['--size','0']]
+
+def test_bad_arguments_exit_2(tmp_path, capsys):
+    "Bad input is one error line and exit code 2 before anything runs (not a traceback, not after the whole run)"
+    from fastperf.parity import main
+    f = tmp_path/'a_file'; f.write_text('x')
+    for args in PBAD + [['--out', str(f)]]:
+        out = tmp_path/'never'
+        with pytest.raises(SystemExit) as e: main(['--device', 'cpu', '--quick', '--out', str(out), *args])
+        assert e.value.code==2, args
+        err = [l for l in capsys.readouterr().err.splitlines() if l.startswith('fastperf-parity: error:')]
+        assert len(err)==1, (args, err)
+        assert not out.exists(), args
