@@ -45,7 +45,7 @@ def has_conv(model:nn.Module)->bool:
     "Whether `model` holds a 2D or 3D convolution (the layers channels-last speeds up)"
     return any(isinstance(m, nn.modules.conv._ConvNd) and len(m.kernel_size) in (2,3) for m in model.modules())
 
-# %% ../nbs/03_channelslast.ipynb #c8ada15a
+# %% ../nbs/03_channelslast.ipynb #350c2278
 def _param_formats(model):
     return {n:memory_format_of(t) for n,t in [*model.named_parameters(), *model.named_buffers()] if t.dim() in (4,5)}
 
@@ -78,14 +78,15 @@ def channels_last_error(model:nn.Module, # The model, its weights already in the
                        )->str|None:
     "The error a channels-last forward of `xb`'s first item raises in `model` (eval mode, no grad), if it is one that the memory format causes (a `.view` of a convolution's feature map, as fastai's `Flatten` does; a kernel that needs contiguous inputs); None if it runs, or fails for another reason (the real forward reports that)"
     m = getattr(model, '_orig_mod', model) # a compiled model's module: the probe compiles nothing
-    was = m.training
+    modes = [(o, o.training) for o in m.modules()] # each module's own mode back after it (fastai's BnFreeze keeps frozen BatchNorms in eval)
     try:
         m.eval()
         with torch.no_grad(): m(*tuplify(as_channels_last(_first(xb))))
     except Exception as e:
         msg = str(e).strip().split('\n')[0]
         return msg if any(o in msg for o in _CL_ERRORS) else None
-    finally: m.train(was)
+    finally:
+        for o,t in modes: o.training = t
     return None
 
 # %% ../nbs/03_channelslast.ipynb #790c56bc
