@@ -28,7 +28,7 @@ def _fused_ok(params):
     devs = _get_fused_kernels_supported_devices()
     return all(p.device.type in devs and p.is_floating_point() for p in params)
 
-# %% ../nbs/09_optim.ipynb #749a77aa
+# %% ../nbs/09_optim.ipynb #cb969e21
 class TorchOptimizer(_BaseOptimizer):
     "fastai's optimizer API (hypers, parameter groups, freezing, `do_wd`) over torch's `AdamW`/`Adam`/`SGD` kernels"
     def __init__(self,
@@ -94,9 +94,11 @@ class TorchOptimizer(_BaseOptimizer):
         "torch's `SGD` step with fastai's two differences: decoupled weight decay (`p *= 1-lr*wd` first, fastai's `weight_decay`), and at a scheduled momentum of 0 the buffer becomes the gradient (with L2 added, as fastai's `l2_reg` adds it), where torch leaves it as it was"
         bufs = []
         for g,(i,flag) in zip(self.opt.param_groups, self._gmap):
-            h,ps = self.hypers[i],[p for p in g['params'] if p.grad is not None]
-            if not ps: continue
-            if self.decouple_wd and flag and h['wd']!=0: torch._foreach_mul_(ps, 1-h['lr']*h['wd'])
+            h = self.hypers[i]
+            decay = self.decouple_wd and flag and h['wd']!=0
+            if not (decay or h['mom']==0): continue # torch's step alone is fastai's: no Python over this group's tensors
+            ps = [p for p in g['params'] if p.grad is not None]
+            if decay and ps: torch._foreach_mul_(ps, 1-h['lr']*h['wd'])
             if h['mom']==0:
                 wd = h['wd'] if flag and not self.decouple_wd else 0.
                 bufs += [(p, p.grad+wd*p if wd else p.grad.clone()) for p in ps]

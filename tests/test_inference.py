@@ -139,3 +139,35 @@ def test_text_classifier_predictor():
     r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
     lines = [l for l in r.stdout.splitlines() if l.split(' ')[0] in ('SAME', 'DIFF', 'WHY')]
     assert lines==['SAME']*6+['WHY None'], r.stdout[-2000:]+r.stderr[-2000:]
+
+_VIEW = textwrap.dedent(r'''
+import json, tempfile, warnings
+warnings.filterwarnings('ignore')
+import torch
+from fastai.vision.all import *
+from fastperf.all import *
+torch.set_num_threads(1)
+def learner():
+    set_seed(0)
+    model = nn.Sequential(ConvLayer(3,4,stride=2), Flatten(), nn.Linear(4*8*8, 10)) # a .view of a feature map: fails in channels-last
+    return Learner(synthetic_dls(n_train=16, n_valid=8, size=16, bs=4, device='cpu'), model, loss_func=CrossEntropyLossFlat(), path=tempfile.mkdtemp())
+res = {}
+learn = learner().to_fastperf(channels_last=True, precision='fp32', verbose=False)
+with learn.no_bar(), learn.no_logging():
+    learn.lr_find(num_it=12, show_plot=False); learn.fit(1); learn.validate()
+    res['get_preds'] = list(learn.get_preds()[0].shape)
+    learn.to_fast_inference(channels_last=True, precision='fp32', verbose=False)
+    p = learn.get_preds()[0]; res['predict'] = float((learn.predict(3)[2]-learn.predictor()(3)[2]).abs().max())
+    learn.export('e.pkl'); l2 = load_learner(learn.path/'e.pkl'); res['loaded_predict'] = list(l2.predict(3)[2].shape)
+    learn.remove_fast_inference(verbose=False); learn.undo_fastperf(verbose=False); learn.fit(1)
+res['cl_error'] = learn.channels_last.error if getattr(learn, 'channels_last', None) else None
+print('RESULT ' + json.dumps(res))
+''')
+
+def test_view_model_entry_points():
+    "A model that fails in channels-last, through fit, lr_find, validate, get_preds, predict, the predictor, export/load_learner, with the installed package in a fresh process"
+    p = subprocess.run([sys.executable, '-c', _VIEW], capture_output=True, text=True, timeout=300)
+    lines = [l for l in p.stdout.splitlines() if l.startswith('RESULT ')]
+    assert p.returncode==0 and lines, p.stderr[-3000:]
+    res = json.loads(lines[-1][7:])
+    assert res['get_preds']==[8, 10] and res['predict']<1e-5 and res['loaded_predict']==[10], res
