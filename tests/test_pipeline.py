@@ -1,5 +1,5 @@
 """`lean_pipelines` as users meet it, with the installed package in fresh processes: the same batches as fastai's own
-pipelines on image files; a Learner exported with lean pipelines, and the lean DataLoaders pickled whole, load and work
+pipelines on image files (the items taken without `TfmdLists.__getitem__`); a Learner exported with lean pipelines, and the lean DataLoaders pickled whole, load and work
 where fastperf cannot be imported."""
 import json, subprocess, sys, textwrap
 
@@ -36,8 +36,14 @@ learn = Learner(lean, resnet18(num_classes=2), loss_func=CrossEntropyLossFlat(),
 learn.export('lean.pkl')
 import pickle
 (root/'dls.pkl').write_bytes(pickle.dumps(lean)) # the DataLoaders themselves, lean pipelines and all (as spawned workers get them)
+from fastai.data.core import TfmdLists
+calls,_getitem = [],TfmdLists.__getitem__
+def counted(self, i): calls.append(i); return _getitem(self, i)
+TfmdLists.__getitem__ = counted
+lean.valid.do_item(0); n_lean = len(calls); plain.valid.do_item(0)
+TfmdLists.__getitem__ = _getitem
 xb = lean.valid.one_batch()[0]
-print(json.dumps(dict(same=same, n_wrapped=len(wrapped), lean_type=type(lean.train.after_item).__name__,
+print(json.dumps(dict(same=same, n_wrapped=len(wrapped), tl_calls=[n_lean, len(calls)-n_lean], lean_type=type(lean.train.after_item).__name__,
                       pred=learn.predict(root/'valid'/'red'/'0.png')[2].tolist(), xb=xb.sum().item())))
 ''')
 
@@ -65,6 +71,7 @@ def test_lean_batches_and_export_without_fastperf(tmp_path):
     w = _run(_WRITE, str(tmp_path))
     assert w['same'], "lean pipelines changed a batch"
     assert w['n_wrapped']>=6 and w['lean_type']=='LeanPipeline'
+    assert w['tl_calls']==[0, 2] # the lean loader takes the image and label items directly; fastai's indexes both TfmdLists
     r = _run(_LOAD, str(tmp_path))
     assert not r['fastperf_loaded']
     assert r['modules']==['fasttransform.transform'] # the pickled lean pipelines come back as fastai's own Pipeline
