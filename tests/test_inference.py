@@ -60,8 +60,16 @@ def entries(name, base=None):
         left = [getattr(f, '__qualname__', repr(f)) for f in (l.__dict__.get('_fp_exit') or [])]
         if left: raise AssertionError(f"left registered after tta (never run): {left}")
         return p
+    def breakdown():
+        "get_preds_breakdown runs with the callbacks, its phases cover each call, and the Learner keeps its callbacks and predictions"
+        l = fresh(); n = len(l.cbs)
+        bd = get_preds_breakdown(l, rounds=1, warmup=0)
+        if len(l.cbs)!=n: raise AssertionError(f"get_preds_breakdown left {len(l.cbs)-n} callback(s) on the Learner")
+        if abs(bd.loc['total', 'ms per batch']-bd.attrs['call_ms_per_batch'])>1e-6*bd.attrs['call_ms_per_batch'] or bd.attrs['batches']!=len(l.dls.valid):
+            raise AssertionError(f"the phases do not cover the call ({bd.attrs}):\n{bd}")
+        return l.get_preds()[0]
     return dict(predict=predict, get_preds_valid=valid, get_preds_test_dl=test_nolabels, get_preds_test_dl_labels=test_labels,
-                tta=tta, load_learner_predict=load_predict, predictor=predictor, tta_leaves_nothing=tta_leaves_nothing)
+                tta=tta, load_learner_predict=load_predict, predictor=predictor, tta_leaves_nothing=tta_leaves_nothing, get_preds_breakdown=breakdown)
 
 base = make('none')
 ref = {k:f() for k,f in entries('none', base).items()}
@@ -79,7 +87,7 @@ print('RESULTS ' + json.dumps(res))
 
 _GROUPS = {'fast': 'CastToTensor,ChannelsLast,CudnnBenchmark,AutoMixedPrecision,ThroughputTimer,SyncDebug,Profiler,NoSyncLoss,to_fastperf,to_fast_inference,to_fast_inference_prefetch,to_fast_inference_defer',
            'compile': 'Compile'}
-_ENTRIES = 'predict get_preds_valid get_preds_test_dl get_preds_test_dl_labels tta load_learner_predict predictor tta_leaves_nothing'.split()
+_ENTRIES = 'predict get_preds_valid get_preds_test_dl get_preds_test_dl_labels tta load_learner_predict predictor tta_leaves_nothing get_preds_breakdown'.split()
 _XFAIL = {} # 'name/entry': reason, for failures in modules this file's owner does not own (none left: 00_core now ends on_fit_exit work after tta)
 
 _cache = {}
