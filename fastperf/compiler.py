@@ -300,7 +300,7 @@ def _unset_inference_tensors(model:nn.Module):
             d = mod.__dict__
             for k in [k for k,v in d.items() if isinstance(v, torch.Tensor) and v.is_inference()]: d[k] = d[k].clone()
 
-# %% ../nbs/06_compiler.ipynb #ca075615
+# %% ../nbs/06_compiler.ipynb #5dde28f6
 @patch
 def to_inference_mode(self:Learner, enable:bool=True):
     "Make `get_preds` and `predict` run under `torch.inference_mode()` instead of `no_grad` (with a fall back where unsafe)"
@@ -309,11 +309,17 @@ def to_inference_mode(self:Learner, enable:bool=True):
 
 @patch
 def _do_epoch_validate(self:Learner, ds_idx=1, dl=None):
-    "fastai's `_do_epoch_validate`, under `inference_mode` instead of `no_grad` inside a `get_preds` that asked for it"
+    "fastai's `_do_epoch_validate`; inside a `get_preds` that asked for `inference_mode`, the batches run under it and the loop's end under `no_grad`"
     if dl is None: dl = self.dls[ds_idx]
     self.dl = dl
-    with (torch.inference_mode() if getattr(self, '_fp_infer', False) else torch.no_grad()):
-        self._with_events(self.all_batches, 'validate', CancelValidException)
+    # `after_validate` (where fastai concatenates what it gathered and the Recorder computes its metrics) runs outside inference_mode:
+    # made there from the batches' inference tensors, what `get_preds` and `validate` return are normal tensors a user can change in place or use in autograd
+    with torch.no_grad(): self._with_events(self._inference_batches if getattr(self, '_fp_infer', False) else self.all_batches, 'validate', CancelValidException)
+
+@patch
+def _inference_batches(self:Learner):
+    "fastai's `all_batches` under `inference_mode`"
+    with torch.inference_mode(): self.all_batches()
 
 # %% ../nbs/06_compiler.ipynb #d2562176
 _AUTOGRAD_ERRORS = ('nference tensor', 'does not require grad') # what autograd says when inference_mode was not safe

@@ -26,7 +26,7 @@ from .profile import NoSyncLoss
 # %% auto #0
 __all__ = ['recommended_cbs']
 
-# %% ../nbs/11_recommend.ipynb #35f3469b
+# %% ../nbs/11_recommend.ipynb #f3f348f8
 def _learner_device(learn)->torch.device:
     "The device the Learner will train on: its DataLoaders' (fastai moves the model there when a fit starts), else the model's"
     d = getattr(learn.dls, 'device', None)
@@ -38,20 +38,33 @@ def _rule_precision(dev, conv)->str:
     if dev.type=='cpu' and cpu_has_bf16() and conv: return 'bf16'
     return 'fp32'
 
-def _norm_precision(p)->str|None:
+def _norm_precision(p, who:str='to_fastperf')->str|None:
+    "None (the rule), 'fp32', 'bf16' or 'fp16' for the `precision` argument `p` of `who`, or a ValueError that names `who`"
     if p is None: return None
     if p is False or p=='fp32': return 'fp32'
-    if p not in ('bf16','fp16'): raise ValueError(f"to_fastperf: precision must be None, False, 'fp32', 'bf16' or 'fp16', got {p!r}")
+    if p not in ('bf16','fp16'): raise ValueError(f"{who}: precision must be None, False, 'fp32', 'bf16' or 'fp16', got {p!r}")
     return p
+
+def _check_flag(v, name:str, who:str):
+    "`v` if it is None, True or False; else a ValueError that names `who`'s argument `name` (a string such as 'no' would otherwise count as True)"
+    if v is None or isinstance(v, bool): return v
+    raise ValueError(f"{who}: {name} must be None, True or False, got {v!r}")
+
+def _check_workers(v, who:str, rule_true:bool=False):
+    "`v` if it is None, False, an int >= 0 (or True, where it means the rule); else a ValueError that names `who`"
+    if v is None or v is False or (v is True and rule_true) or (isinstance(v, int) and not isinstance(v, bool) and v>=0): return v
+    raise ValueError(f"{who}: workers must be None, False{', True' if rule_true else ''} or an int >= 0, got {v!r}")
 
 def recommended_cbs(learn:Learner,
                     compile:bool=False, # Also add `Compile`
                     precision:str|None=None, # None: the rule for the device and model; 'fp32' (or False): no autocast; 'bf16'/'fp16'
                     channels_last:bool|None=None, # None: the rule (conv models, on CPU only with bf16); True/False: forced
+                    who:str='recommended_cbs', # The function named in argument errors
                    )->list:
     "(callback, reason) pairs fastperf recommends for `learn`'s device and model"
     dev,conv = _learner_device(learn),has_conv(learn.model)
-    prec = _norm_precision(precision)
+    prec = _norm_precision(precision, who)
+    _check_flag(channels_last, 'channels_last', who)
     res = [(CastToTensor(), "fastai's tensor subclasses cost time in every op that sees them; the model gets plain tensors")]
     if prec is None:
         prec = _rule_precision(dev, conv)
@@ -130,7 +143,7 @@ def _swap_opt(learn)->tuple:
     except ValueError as e: return False,f"skipped the optimizer swap: {e} (the optimizer is kept)"
     return True,"changed optimizer: fastai's per-tensor update -> TorchOptimizer (the same update rule, computed by torch's fused/foreach kernels; moving averages kept)"
 
-# %% ../nbs/11_recommend.ipynb #d22da7d3
+# %% ../nbs/11_recommend.ipynb #47075f9a
 def _has(learn, cb)->bool:
     "Whether `learn` already has a callback doing `cb`'s job (any mixed precision counts for mixed precision)"
     if isinstance(cb, AutoMixedPrecision): kind = MixedPrecision
@@ -179,6 +192,7 @@ def to_fastperf(self:Learner,
                 tune:bool|dict=False, # Choose by timing candidate feature sets on this model and its batches instead of by the rules: `tune_fastperf` (cached), a dict for its arguments
                ):
     "Make the whole training loop fast: fastperf's callbacks, the optimizer and the DataLoader, chosen for `self`'s device and model; `undo_fastperf` reverts it"
+    _norm_precision(precision, 'to_fastperf'); _check_flag(channels_last, 'channels_last', 'to_fastperf'); _check_workers(workers, 'to_fastperf') # before anything changes
     if tune:
         import fastperf.tune # noqa: F401 (patches Learner.tune_fastperf)
         return self.tune_fastperf(**{'compile':compile or None, 'verbose':verbose, **(tune if isinstance(tune, dict) else {})})
@@ -191,7 +205,7 @@ def to_fastperf(self:Learner,
     fastai_cl = getattr(self, 'channels_last', None)
     if fastai_cl is not None and not isinstance(fastai_cl, ChannelsLast): # fastai's converts the model only
         self.remove_cb(fastai_cl); u['removed'].append(fastai_cl); lines.append("removed fastai's ChannelsLast: it converts the model but not the batches")
-    for cb,why in recommended_cbs(self, compile=compile, precision=precision, channels_last=channels_last):
+    for cb,why in recommended_cbs(self, compile=compile, precision=precision, channels_last=channels_last, who='to_fastperf'):
         name = type(cb).__name__ + (f"('{cb.precision}')" if isinstance(cb, AutoMixedPrecision) else '')
         if _has(self, cb): lines.append(f"kept   {name}: already there")
         else: self.add_cb(cb); u['added'].append(cb); lines.append(f"added  {name}: {why}")

@@ -213,7 +213,7 @@ def tune_training(learn:Learner, # The Learner to tune (left as it is)
     df.attrs.update(seconds=secs, cands=cands)
     return df
 
-# %% ../nbs/15_tune.ipynb #37d97dc8
+# %% ../nbs/15_tune.ipynb #9e9fa193
 def infer_candidates(learn:Learner, compile:bool|None=None, budget:float=60.)->list:
     "Inference settings to time: plain fastai get_preds (None), then precision x channels-last, and compile on the best set"
     dev,conv = _learner_device(learn),has_conv(learn.model)
@@ -245,6 +245,7 @@ def tune_inference(learn:Learner, # The Learner to tune (left as it is)
                    rounds:int=3, # Most interleaved rounds
                    pred_tol:float=0.05, # Largest |pred - fp32 pred| allowed, as a fraction of the largest |fp32 pred|
                    verbose:bool=True, # Show a progress bar
+                   base:dict|None=None, # Training settings (a `train_candidates` entry) every trial Learner gets first, as `tune_fastperf` applies its training choice: the inference settings are timed beside the callbacks they will run with
                   )->pd.DataFrame:
     "Time `get_preds` with each inference setting on a copy of `learn`'s model and real batches; check its predictions against fp32"
     import fastperf.inference # noqa: F401 (Learner.to_fast_inference)
@@ -253,12 +254,12 @@ def tune_inference(learn:Learner, # The Learner to tune (left as it is)
     n_items = ifnone(n_items, len(learn.dls.valid.dataset) or len(dl.dataset))
     errs = {}
     def make(c):
-        t = _trial_learner(learn, None)
+        t = _trial_learner(learn, base)
         if c is not None: t.to_fast_inference(verbose=False, **c)
         return t
     with _RNGState(learn.dls), warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        ref_l = make(None)
+        ref_l = _trial_learner(learn, None) # fp32, no callbacks: the predictions every candidate is checked against
         with ref_l.no_bar(): ref = ref_l.get_preds(dl=dl)[0].float()
         scale = ref.abs().max().item() or 1.
         def measure(t, c, first):
@@ -279,7 +280,7 @@ def tune_inference(learn:Learner, # The Learner to tune (left as it is)
     # the time to serve n_items: warm-up (once) plus steady state
     df['serve_s'] = df.warmup_s.fillna(0) + n_items/df.img_s
     df['vs_as_is'] = df.img_s/df.img_s.iloc[0]
-    df.attrs.update(seconds=secs, cands=cands, n_items=n_items, pred_tol=pred_tol)
+    df.attrs.update(seconds=secs, cands=cands, n_items=n_items, pred_tol=pred_tol, base=base)
     return df
 
 # %% ../nbs/15_tune.ipynb #8d8a879f
@@ -293,7 +294,7 @@ def _show(df, title):
     cols = [c for c in df.columns if c!='chosen']
     print(title); print(df.assign(chosen=df.chosen.map({True:'<-', False:''}))[cols+['chosen']].round(3).to_string(index=False))
 
-# %% ../nbs/15_tune.ipynb #5d2ee1f1
+# %% ../nbs/15_tune.ipynb #cb842063
 @patch
 def tune_fastperf(self:Learner,
                   budget:float=60., # Seconds for the trials (training and inference each)
@@ -338,7 +339,7 @@ def tune_fastperf(self:Learner,
                 except ImportError: pass
             if hasattr(Learner, 'to_fast_inference'):
                 infer_df = tune_inference(self, n_items=n_items, cands=infer_candidates(self, compile, budget), budget=budget,
-                                          rounds=rounds, pred_tol=pred_tol, verbose=verbose)
+                                          rounds=rounds, pred_tol=pred_tol, verbose=verbose, base=choice) # beside the training callbacks it applies
                 ibest = _pick(infer_df, infer_df.note=='', 'serve_s', larger=False)
                 infer_df['chosen'] = infer_df.index==ibest
                 ichoice = infer_df.attrs['cands'][ibest] if ibest is not None else None
