@@ -1,5 +1,5 @@
 "The `fastperf-parity` command as users run it: a fresh process, a tiny configuration, the table and files it writes."
-import json, subprocess, sys
+import json, signal, subprocess, sys, time
 import pandas as pd, pytest
 
 def _run(tmp_path, *args):
@@ -35,7 +35,8 @@ def test_parity_cli_tiny(tmp_path):
     assert len(ls)==3*2 and set(ls.columns)=={'pair','step','loss','plain_loss'}
     assert 'ok' in r.stdout and 'wrote' in r.stdout
 
-PBAD = [['--steps','0'], ['--bs','-1'], ['--arch','nosuchnet'], ['--device','tpu'], ['--threads','-1'], ['--size','0']]
+PBAD = [['--steps','0'], ['--bs','-1'], ['--arch','nosuchnet'], ['--device','tpu'], ['--threads','-1'], ['--size','0'],
+        ['--arch','list_models'], ['--num-workers','-1'], ['--device','meta']]
 
 def test_bad_arguments_exit_2(tmp_path, capsys):
     "Bad input is one error line and exit code 2 before anything runs (not a traceback, not after the whole run)"
@@ -48,3 +49,17 @@ def test_bad_arguments_exit_2(tmp_path, capsys):
         err = [l for l in capsys.readouterr().err.splitlines() if l.startswith('fastperf-parity: error:')]
         assert len(err)==1, (args, err)
         assert not out.exists(), args
+
+def test_interrupt_is_one_line(tmp_path):
+    "Ctrl-C during a run: one line on stderr that says nothing was written, exit code 130, no traceback"
+    out = tmp_path/'par'
+    cmd = [sys.executable, '-u', '-c', 'import sys; from fastperf.parity import main; sys.exit(main())',
+           '--device', 'cpu', '--quick', '--no-lightning', '--rounds', '50', '--out', str(out), '--threads', '1']
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = p.stdout.readline() # the machine line: the run has started
+    assert first, p.stderr.read()
+    time.sleep(3); p.send_signal(signal.SIGINT)
+    _,err = p.communicate(timeout=120)
+    assert p.returncode==130, err[-2000:]
+    assert 'interrupted' in err and 'Traceback' not in err, err[-2000:]
+    assert not any(out.iterdir())
