@@ -30,7 +30,7 @@ def cpu_has_bf16()->bool:
     except OSError: pass
     return False
 
-# %% ../nbs/05_precision.ipynb #6be3c7c3
+# %% ../nbs/05_precision.ipynb #f83dbaa0
 @delegates(GradScaler)
 class AutoMixedPrecision(MixedPrecision):
     "fastai's `MixedPrecision` on the model's device: bf16 or fp16 autocast on CUDA or CPU, a GradScaler for fp16 only"
@@ -45,7 +45,12 @@ class AutoMixedPrecision(MixedPrecision):
     @property
     def precision(self)->str: return self.amp_mode.value
 
+    def _nested(self)->bool:
+        "Whether this `before_fit`/`after_fit` belongs to a loop run inside another one on the same Learner (a `validate` or `get_preds` a callback calls during a fit, which sends them too): the outer loop's autocast and GradScaler stay"
+        return len(self.learn.__dict__.get('_fp_loops') or [])>1 and getattr(self, 'autocast', None) is not None
+
     def before_fit(self):
+        if self._nested(): return
         self.device_type = dt = model_device(self.learn.model).type
         self.dtype = torch.bfloat16 if self.amp_mode==AMPMode.BF16 else torch.float16
         if not torch.amp.is_autocast_available(dt):
@@ -64,7 +69,9 @@ class AutoMixedPrecision(MixedPrecision):
     def before_batch(self): super().before_batch(); self._in_autocast = True
     def after_loss(self): super().after_loss(); self._in_autocast = False
     def after_batch(self): self._leave_autocast() # a batch cancelled before its loss
-    def after_fit(self): self._leave_autocast(); super().after_fit() # a fit cancelled mid-batch
+    def after_fit(self):
+        self._leave_autocast() # a fit cancelled mid-batch
+        if not self._nested(): super().after_fit() # (fastai's `MixedPrecision` drops its autocast there: the outer fit's next batch would fail)
 
     def _leave_autocast(self):
         if self._in_autocast and self.autocast is not None: self.autocast.__exit__(None, None, None)

@@ -112,7 +112,7 @@ class _TimerLast(_FastCallback):
     def after_step(self): self.timer._stepped()
     def after_batch(self): self.timer._end_step()
 
-# %% ../nbs/07_timer.ipynb #8899c72b
+# %% ../nbs/07_timer.ipynb #d5b70007
 _NO_FIT = ("ThroughputTimer has no measurements: it times training steps, so fit the Learner with the timer first "
            "(for where the time of a `get_preds` call goes, `get_preds_breakdown(learn)`)")
 
@@ -330,11 +330,16 @@ class ThroughputTimer(_FastCallback):
         return {torch.bfloat16:'bf16', torch.float16:'fp16', torch.float32:'fp32', torch.float64:'fp64'}.get(d, str(d))
 
     def _count_flops(self):
-        "FLOPs of one forward+backward of the current batch, per sample, counted once on the eager model (buffers and grads restored)"
+        "FLOPs of one forward+backward of the current batch, per sample, counted once on the eager model (buffers, gradients and random state restored)"
         from torch.utils.flop_counter import FlopCounterMode
         learn = self.learn
         model = getattr(learn.model, '_orig_mod', learn.model) # count on the eager module under torch.compile
         bufs = [b.detach().clone() for b in model.buffers()]
+        # the gradients a step is still accumulating (`GradientAccumulation` steps every few batches) are put aside, not summed into or zeroed;
+        # the random state too, so the counting forward's dropout masks are not drawn from the training's sequence
+        grads = [(p, p.grad) for p in model.parameters()]
+        for p,_ in grads: p.grad = None
+        rng = torch.get_rng_state(), (torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None)
         try:
             with FlopCounterMode(display=False) as fc:
                 pred = model(*learn.xb)
@@ -347,7 +352,9 @@ class ThroughputTimer(_FastCallback):
         finally:
             with torch.no_grad():
                 for b,o in zip(model.buffers(), bufs): b.copy_(o)
-            if getattr(learn, 'opt', None) is not None: learn.opt.zero_grad()
+            for p,g in grads: p.grad = g
+            torch.set_rng_state(rng[0])
+            if rng[1] is not None: torch.cuda.set_rng_state_all(rng[1])
 
     # --- results ------------------------------------------------------------------------------------------------------
     def _steady(self): return [r for r in (self._s.rows if self._s else []) if not r.warmup]
