@@ -28,7 +28,7 @@ def _fused_ok(params):
     devs = _get_fused_kernels_supported_devices()
     return all(p.device.type in devs and p.is_floating_point() for p in params)
 
-# %% ../nbs/09_optim.ipynb #cb969e21
+# %% ../nbs/09_optim.ipynb #9235a464
 class TorchOptimizer(_BaseOptimizer):
     "fastai's optimizer API (hypers, parameter groups, freezing, `do_wd`) over torch's `AdamW`/`Adam`/`SGD` kernels"
     def __init__(self,
@@ -47,6 +47,7 @@ class TorchOptimizer(_BaseOptimizer):
         self.param_lists = L(L(p) for p in params) if isinstance(params[0], (L,list)) else L([params])
         self.kind,self.decouple_wd,self.impl = kind,decouple_wd,impl
         self._nd = [p for pg in self.param_lists for p in pg if p.dim()>=4] # the parameters a memory format can change
+        self._flat,self._had = [p for pg in self.param_lists for p in pg],set() # `_had`: ids of the parameters that had a gradient at a step
         self.state,self.frozen_idx,self.opt,self._sig = defaultdict(dict),0,None,None
         self.hypers = L({} for _ in self.param_lists)
         hp = {**_DEFAULTS[kind], **hypers}
@@ -85,6 +86,13 @@ class TorchOptimizer(_BaseOptimizer):
         sig = (tuple(self.state[p].get('do_wd', True) for pg in self.param_lists for p in pg), # new flags, or parameters converted to or from channels-last: rebuild
                tuple(p.is_contiguous() for p in self._nd))
         if sig!=self._sig: self._build(sig)
+        # fastai's `zero_grad` zeroes gradients in place, so its optimizer keeps stepping a parameter once it has had a gradient (frozen after a
+        # fit, or in a step whose backward a callback skipped: weight decay and the moving averages still move it); torch skips a `None`
+        # gradient, so such a parameter gets a zero one here: the same update as fastai's, with no memset per step otherwise
+        had = self._had
+        for p in self._flat:
+            if p.grad is not None: had.add(id(p))
+            elif id(p) in had: p.grad = torch.zeros_like(p)
         for g,(i,flag) in zip(self.opt.param_groups, self._gmap): g.update(self._torch_hypers(self.hypers[i], flag))
         if self.kind=='sgd' and self.use_mom: self._sgd_step()
         else: self.opt.step()
@@ -106,7 +114,7 @@ class TorchOptimizer(_BaseOptimizer):
         for p,b in bufs: self.opt.state[p]['momentum_buffer'] = b
 
     def zero_grad(self):
-        "Set the gradients to `None` (torch's default)"
+        "Set the gradients to `None` (torch's default; `step` gives a zero gradient to a parameter fastai's optimizer would still step)"
         for pg in self.param_lists:
             for p in pg: p.grad = None
 
@@ -171,7 +179,7 @@ def _fastai_kind(opt_func):
     hp.update({k:v for k,v in kw.items() if k!='lr'})
     return kind,hp
 
-# %% ../nbs/09_optim.ipynb #0cb7c1f6
+# %% ../nbs/09_optim.ipynb #52c8a6a9
 @patch
 def to_fused_opt(self:Learner,
                  impl:str='auto', # 'fused', 'foreach', 'for' or 'auto'
@@ -180,7 +188,9 @@ def to_fused_opt(self:Learner,
     if isinstance(self.opt_func, functools.partial) and self.opt_func.func is TorchOptimizer: return self
     kind,hp = _fastai_kind(self.opt_func)
     decouple = hp.pop('decouple_wd', True)
-    self.opt_func = fast_opt(kind, impl=impl, decouple_wd=decouple, **hp)
+    # fastai's `create_opt` takes the learning rate of a `partial(Adam, lr=...)` (its own keywords, not a nested partial's): so does the swap's
+    lr = self.opt_func.keywords.get('lr') if isinstance(self.opt_func, functools.partial) else None
+    self.opt_func = fast_opt(kind, impl=impl, decouple_wd=decouple, **hp, **({} if lr is None else dict(lr=lr)))
     old = self.opt
     if old is not None:
         self.create_opt()
