@@ -294,7 +294,7 @@ def _show(df, title):
     cols = [c for c in df.columns if c!='chosen']
     print(title); print(df.assign(chosen=df.chosen.map({True:'<-', False:''}))[cols+['chosen']].round(3).to_string(index=False))
 
-# %% ../nbs/15_tune.ipynb #cb842063
+# %% ../nbs/15_tune.ipynb #02a9ed2d
 @patch
 def tune_fastperf(self:Learner,
                   budget:float=60., # Seconds for the trials (training and inference each)
@@ -316,7 +316,8 @@ def tune_fastperf(self:Learner,
     path = None if cache is False else (default_cache_path() if cache is True else Path(cache))
     with _RNGState(self.dls): b = self.dls.train.one_batch()
     key = tune_key(self, b, inference=inference, n_items=n_items, compile=compile, steps=steps, pred_tol=pred_tol,
-                   candidates=[feature_name(c) for c in train_candidates(self, compile, budget)])
+                   candidates=[feature_name(c) for c in train_candidates(self, compile, budget)],
+                   **({'infer_beside_training': True} if inference else {})) # inference decisions cached before its trials ran beside the training choice are not reused
     h = _key_hash(key)
     entry = _read_cache(path).get(h) if path is not None else None
     if entry is not None:
