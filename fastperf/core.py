@@ -129,6 +129,23 @@ def fitting(self:Learner)->bool:
     loops = self.__dict__.get('_fp_loops')
     return bool(loops) and loops[-1]=='fit'
 
+# %% ../nbs/00_core.ipynb #9dbecd64
+import random
+import numpy as np
+
+class _RNGState:
+    "Save the Python, NumPy, torch (CPU and CUDA) generators and each loader's own, and restore them on exit"
+    def __init__(self, dls=None): self.loaders = [] if dls is None else list(getattr(dls, 'loaders', dls))
+    def __enter__(self):
+        self.py,self.np,self.cpu = random.getstate(),np.random.get_state(),torch.get_rng_state()
+        self.cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+        self.dl = [(dl, dl.rng.getstate()) for dl in self.loaders if hasattr(dl, 'rng')]
+        return self
+    def __exit__(self, *exc):
+        random.setstate(self.py); np.random.set_state(self.np); torch.set_rng_state(self.cpu)
+        if self.cuda is not None: torch.cuda.set_rng_state_all(self.cuda)
+        for dl,s in self.dl: dl.rng.setstate(s)
+
 # %% ../nbs/00_core.ipynb #27e3144d
 import weakref
 from fastai.torch_core import to_detach as _fa_to_detach
@@ -175,7 +192,7 @@ def _call_one(self:Learner, event_name):
         elif event_name=='after_fit': cb.run = True # the one thing fastai's call does for a callback without the event
 Learner._call_one._fp_orig = _fa_call_one
 
-# %% ../nbs/00_core.ipynb #da43228c
+# %% ../nbs/00_core.ipynb #06732e9e
 class _WallClock(Callback):
     "Time training steps `warmup`..`warmup+steps` of a fit from the outside, then cancel the fit"
     order,run_valid = 200,False # after every other callback, so their work counts
@@ -195,8 +212,10 @@ class _WallClock(Callback):
         if self.i>=self.warmup+self.steps: raise CancelFitException()
     def before_validate(self): self._vstart = time.perf_counter()
     def after_validate(self): self.paused += time.perf_counter()-self._vstart
+    def after_epoch(self):
+        if self.learn.fitting and self.i==0: raise CancelFitException() # an epoch without a training batch: so would every other be
 
-# %% ../nbs/00_core.ipynb #fd1f4223
+# %% ../nbs/00_core.ipynb #f124ca8b
 def measure_fit(learn:Learner, # The Learner to fit (its callbacks run as they would for a user)
                 steps:int=20, # Training steps inside the timed window
                 warmup:int=5, # Steps run before the window opens (first batches, allocator growth, compile)
@@ -207,10 +226,13 @@ def measure_fit(learn:Learner, # The Learner to fit (its callbacks run as they w
     n = len(learn.dls.train)
     if n==0: raise ValueError("measure_fit: the training DataLoader is empty (fewer items than one batch with drop_last?)")
     clock = _WallClock(steps, warmup)
-    epochs = -(-(steps+warmup)//n)
-    learn.fit(epochs, lr, cbs=clock)
+    # as many epochs as steps, a bound only (the clock ends the fit when its window is done): a loader may yield fewer batches than its
+    # length says (fastai's `DistributedDL` counts a rank's share before `drop_last`), and the window must not end with the fit
+    learn.fit(steps+warmup, lr, cbs=clock)
     t = clock.times
-    if len(t)<steps+1: raise RuntimeError(f"measure_fit: only {len(t)-1} of {steps} timed steps ran")
+    if clock.i==0: raise RuntimeError("measure_fit: the training DataLoader yielded no batch (under DDP each rank gets about len(dataset)/nproc "
+                                      "items: fewer than one batch with drop_last gives none)")
+    if len(t)<steps+1: raise RuntimeError(f"measure_fit: only {max(len(t)-1, 0)} of {steps} timed steps ran")
     dts = [b-a for a,b in zip(t, t[1:])]
     q = statistics.quantiles(dts, n=4) if len(dts)>1 else [dts[0]]*3
     secs = t[-1]-t[0]

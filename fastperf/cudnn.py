@@ -19,19 +19,34 @@ import fastperf.core  # Learner.on_fit_exit, Learner.mark_warmup
 # %% auto #0
 __all__ = ['CudnnBenchmark']
 
-# %% ../nbs/04_cudnn.ipynb #4e2e2b94
+# %% ../nbs/04_cudnn.ipynb #36fbed07
 _b = torch.backends
 
-def _snapshot(get, set_, new_objs):
-    "A function that restores the current value of one flag: through `get`/`set_` (legacy API) if readable, else through `new_objs`' `fp32_precision`"
-    try:
-        v = get()
-        return lambda: set_(v)
-    except RuntimeError:
-        vs = [(o, o.fp32_precision) for o in new_objs]
-        def _restore():
-            for o,p in vs: o.fp32_precision = p
-        return _restore
+def _fp32_objs():
+    "Every object with an `fp32_precision` setting (torch >= 2.9), the generic and per-backend ones before the per-operation ones"
+    if not hasattr(_b, 'fp32_precision'): return []
+    return [_b, _b.cudnn, _b.mkldnn, _b.cuda.matmul, _b.cudnn.conv, _b.cudnn.rnn, _b.mkldnn.matmul, _b.mkldnn.conv, _b.mkldnn.rnn]
+
+def _read(get):
+    try: return get()
+    except RuntimeError: return None # torch refuses a legacy read where the new API set a state the legacy value cannot express
+
+def _tf32_matmul()->bool:
+    "Whether CUDA float32 matmuls run in TF32, read with the legacy flag or, where torch refuses that read, the new one"
+    v = _read(lambda: _b.cuda.matmul.allow_tf32)
+    return v if v is not None else _b.cuda.matmul.fp32_precision=='tf32'
+
+def _precision_state():
+    "A function that puts every float32 precision setting back as it is now: the legacy values that can be read, then every `fp32_precision`"
+    legacy = [(_read(lambda: _b.cuda.matmul.allow_tf32), lambda v: setattr(_b.cuda.matmul, 'allow_tf32', v)),
+              (_read(lambda: _b.cudnn.allow_tf32), lambda v: setattr(_b.cudnn, 'allow_tf32', v)),
+              (_read(torch.get_float32_matmul_precision), torch.set_float32_matmul_precision)]
+    new = [(o, o.fp32_precision) for o in _fp32_objs()]
+    def _restore():
+        for v,set_ in legacy:
+            if v is not None: set_(v)
+        for o,v in new: o.fp32_precision = v
+    return _restore
 
 def _set_tf32(flag, value:bool):
     "Set TF32 for 'matmul' or 'cudnn' with the legacy API, or the new one if the process uses it"
@@ -42,15 +57,11 @@ def _set_tf32(flag, value:bool):
 
 def _set_cuda_flags(benchmark=None, tf32=None, matmul_precision=None):
     "Set the given flags (None leaves one alone; `matmul_precision` is applied after `tf32`) and return a function that puts back the previous values"
-    restores = [] # snapshots are all taken before anything is set, and replayed in the same order (the precision last: it is derived from the TF32 flags)
+    restores = [] # everything is saved before anything is set
     if benchmark is not None:
         old = _b.cudnn.benchmark
         restores.append(lambda: setattr(_b.cudnn, 'benchmark', old))
-    if tf32 is not None:
-        restores.append(_snapshot(lambda: _b.cuda.matmul.allow_tf32, lambda v: setattr(_b.cuda.matmul, 'allow_tf32', v), [_b.cuda.matmul]))
-        restores.append(_snapshot(lambda: _b.cudnn.allow_tf32, lambda v: setattr(_b.cudnn, 'allow_tf32', v), [_b.cudnn.conv]))
-    if matmul_precision is not None:
-        restores.append(_snapshot(torch.get_float32_matmul_precision, torch.set_float32_matmul_precision, [_b.cuda.matmul, _b.mkldnn.matmul]))
+    if tf32 is not None or matmul_precision is not None: restores.append(_precision_state())
     if benchmark is not None: _b.cudnn.benchmark = benchmark
     if tf32 is not None: _set_tf32('matmul', tf32); _set_tf32('cudnn', tf32)
     if matmul_precision is not None: torch.set_float32_matmul_precision(matmul_precision)

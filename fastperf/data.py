@@ -67,7 +67,7 @@ class DigitImage(Transform):
         x = torch.nn.functional.interpolate(x[None,None], size=(self.size,self.size), mode='nearest')[0]
         return TensorImage(x.round().to(torch.uint8).expand(self.channels, -1, -1).contiguous())
 
-# %% ../nbs/01_data.ipynb #b3bce755
+# %% ../nbs/01_data.ipynb #031d3519
 def digits_dls(size:int=32, # Height and width of the rendered images
                bs:int=64, # Batch size
                channels:int=3, # Channels (the grey image repeated)
@@ -77,6 +77,8 @@ def digits_dls(size:int=32, # Height and width of the rendered images
                **kwargs # Passed to `DataBlock.dataloaders`
               )->DataLoaders:
     "scikit-learn's handwritten digits as image classification `DataLoaders` (offline, 10 classes)"
+    if min(size, bs, channels)<1: raise ValueError(f"digits_dls needs size, bs and channels >= 1, got {size}, {bs}, {channels}")
+    if not 0<valid_pct<1: raise ValueError(f"digits_dls: valid_pct is the share of images held out, between 0 and 1 (exclusive); got {valid_pct}")
     from sklearn.datasets import load_digits
     from fastai.data.transforms import RandomSplitter
     d = load_digits()
@@ -85,18 +87,19 @@ def digits_dls(size:int=32, # Height and width of the rendered images
     kwargs.setdefault('num_workers', 0)
     return dblock.dataloaders(range(len(d.target)), bs=bs, device=ifnone(device, default_device()), **kwargs)
 
-# %% ../nbs/01_data.ipynb #01bb84f1
+# %% ../nbs/01_data.ipynb #3a549a7b
 def small_cnn(n_out:int=10, # Classes
               c_in:int=3, # Input channels
               nf:int=16, # Filters of the first block (doubled in each of the next two)
              )->torch.nn.Sequential:
     "A small convolutional classifier (three conv-BN-ReLU blocks with stride 2, pooling, a linear head)"
+    if min(n_out, c_in, nf)<1: raise ValueError(f"small_cnn needs n_out, c_in and nf >= 1, got {n_out}, {c_in}, {nf}")
     from fastai.layers import ConvLayer, Flatten
     from torch import nn
     return nn.Sequential(ConvLayer(c_in, nf, stride=2), ConvLayer(nf, nf*2, stride=2), ConvLayer(nf*2, nf*4, stride=2),
                          nn.AdaptiveAvgPool2d(1), Flatten(), nn.Linear(nf*4, n_out))
 
-# %% ../nbs/01_data.ipynb #694fbea9
+# %% ../nbs/01_data.ipynb #3bf56ae3
 def digits_accuracy(cbs=None, # Callbacks to train with (the features under test)
                     epochs:int=5, # Epochs of one-cycle training
                     lr:float=1e-2, # Peak learning rate
@@ -105,6 +108,7 @@ def digits_accuracy(cbs=None, # Callbacks to train with (the features under test
                     dls=None, # DataLoaders (default: `digits_dls()`)
                    )->float:
     "Valid accuracy of `model` trained on the digits with `cbs`: the quality check for speed features"
+    if epochs<1: raise ValueError(f"digits_accuracy: epochs must be >= 1 (the accuracy is measured after training), got {epochs}")
     from fastai.learner import Learner
     from fastai.metrics import accuracy
     import fastai.callback.schedule, fastai.callback.progress # `fit_one_cycle`, `no_bar`

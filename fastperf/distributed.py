@@ -213,7 +213,7 @@ def _worker(rank, nproc, port, learner_fn, steps, warmup, lr, threads, q):
     sys.stdout.flush(); sys.stderr.flush()
     os._exit(0)
 
-# %% ../nbs/12_distributed.ipynb #dc569851
+# %% ../nbs/12_distributed.ipynb #799ea5b0
 def run_distributed(learner_fn, # Builds the Learner in each process: an importable callable, a partial of one, or 'module:function'
                     nproc:int=2, # Processes (one per GPU on CUDA); 1 runs a plain fit without DDP in one fresh process
                     steps:int=20, # Timed training steps per rank
@@ -225,7 +225,11 @@ def run_distributed(learner_fn, # Builds the Learner in each process: an importa
                    )->dict:
     "Fit `learner_fn()` in `nproc` processes with DDP and return global samples/s (summed over ranks) and per-rank numbers"
     require_accelerate()
-    if nproc<1: raise ValueError(f"run_distributed needs nproc >= 1, got {nproc}")
+    isint = lambda v: isinstance(v, int) and not isinstance(v, bool)
+    for nm,v,ok,want in (('nproc', nproc, isint(nproc) and nproc>=1, 'nproc >= 1 (an int)'), ('steps', steps, isint(steps) and steps>=1, 'steps >= 1 (an int)'),
+                         ('warmup', warmup, isint(warmup) and warmup>=0, 'warmup >= 0 (an int)'),
+                         ('threads', threads, threads is None or (isint(threads) and threads>=1), 'threads None or >= 1 (an int)')):
+        if not ok: raise ValueError(f"run_distributed needs {want}, got {nm}={v!r}") # here, not in each process after it started
     device = ifnone(device, 'cuda' if torch.cuda.is_available() else 'cpu')
     if device not in ('cpu', 'cuda'): raise ValueError(f"run_distributed: device must be 'cpu' or 'cuda', got {device!r}")
     if device=='cuda' and nproc>torch.cuda.device_count():
@@ -244,6 +248,7 @@ def run_distributed(learner_fn, # Builds the Learner in each process: an importa
     while not pc.join(timeout=1): # raises if a process fails, after terminating the others
         if time.monotonic()-t0>timeout:
             for p in pc.processes: p.kill()
+            for p in pc.processes: p.join() # reaped: no defunct processes left behind
             raise TimeoutError(f"run_distributed: the {nproc} processes did not finish within {timeout} s")
     ranks = q.get()
     if len({r['params'] for r in ranks})>1:

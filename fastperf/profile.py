@@ -188,13 +188,14 @@ def _progress_after_batch(pcb, src):
     v = src.latest()
     if v is not None and hasattr(pcb, 'smooth_loss'): pcb.pbar.comment = f'{v:.4f}'
 
-# %% ../nbs/10_profile.ipynb #5462445b
+# %% ../nbs/10_profile.ipynb #835d6f9e
 class NoSyncLoss(Callback):
     "Keep fastai's smooth training loss on the device, so no training step waits for a copy to the host (CUDA; see above)"
     order = Recorder.order+2 # after the Recorder has updated the loss, before the progress bar shows it
     def __init__(self, slots:int=4, # Page-locked host buffers the progress bar's value is copied into, in turn
                  force:bool=False, # Act on any device (tests on a CPU machine)
                 ):
+        if isinstance(slots, bool) or not isinstance(slots, int) or slots<1: raise ValueError(f"NoSyncLoss: slots must be a whole number >= 1, got {slots!r}")
         store_attr(); self.active = False
 
     def _wanted(self)->bool:

@@ -1,5 +1,6 @@
 "`fastperf-bench`: statistics and formatting as unit tests (no subprocess), then the command end to end with tiny sweeps"
-import os, re, sys, json, math, shutil, subprocess
+import os, re, sys, json, math, time, signal, shutil, subprocess
+from pathlib import Path
 import numpy as np, pandas as pd, pytest
 from scipy import stats
 from fastperf.bench import bench, bench_columns, ratio_interval, distinguishable, format_table, summary, compare_runs, _add_speedups, _rotation
@@ -94,9 +95,11 @@ def test_cli_to_file_interleaved(tmp_path):
     df = pd.read_csv(out/'results.csv')
     assert list(df.columns)==list(bench_columns) and len(df)==2 and df.error.isna().all() and df.vanilla_error.isna().all()
     assert (df.rounds==2).all() and df.speedup[0]==1 and df.optimizer.str.contains('AdamW').all()
+    runs = json.loads((out/'results.json').read_text())['runs']
+    assert (df.seconds>0).all() and df.seconds.sum()<=runs[0]['seconds'], (df.seconds, runs[0]['seconds'])  # each row's wall time, within the run's
     for k in ('speedup','vs_vanilla'): assert (df[k+'_lo']<=df[k]).all() and (df[k]<=df[k+'_hi']).all()
     assert ((df.vs_vanilla - df.samples_per_sec/df.vanilla_samples_per_sec).abs() < 1e-6*df.vs_vanilla).all()
-    sched = json.loads((out/'results.json').read_text())['schedule'][0]['rounds']
+    sched = runs[0]['schedule'][0]['rounds']
     assert sched[0]==['baseline/fastai','baseline/vanilla','channels_last/fastai','channels_last/vanilla']
     assert sched[1]==['channels_last/fastai','channels_last/vanilla','baseline/fastai','baseline/vanilla']  # rotated
     lines = p.stdout.splitlines()
@@ -113,6 +116,8 @@ def test_cli_to_file_interleaved(tmp_path):
     assert p.returncode==0, p.stderr[-3000:]
     df2 = pd.read_csv(out/'results.csv')
     assert len(df2)==2 and df2.samples_per_sec[0]==df.samples_per_sec[0] and df2.run_id[0]!=df2.run_id[1]
+    runs2 = json.loads((out/'results.json').read_text())['runs']  # the first run's record is kept, the resumed run's added
+    assert len(runs2)==2 and runs2[0]==runs[0] and len(runs2[1]['schedule'])==1 and runs2[1]['measured']==1
 
 USER_MODELS = '''
 import torch
@@ -145,7 +150,10 @@ def test_failures_become_rows(tmp_path):
 
 BAD = [['--models','resnet19'], ['--models','nosuchpkg.mod:fn'], ['--steps','-1'], ['--warmup','-2'], ['--features','turbo'],
        ['--precision','fp8'], ['--compile-modes','fastest'], ['--bs','0'], ['--mode','fast'], ['--device','tpu'], ['--size','abc'],
-       ['--nproc','0'], ['--nproc','-1'], ['--nproc','2','--mode','infer'], ['--budget','0'], ['--min-rounds','1']]
+       ['--nproc','0'], ['--nproc','-1'], ['--nproc','2','--mode','infer'], ['--budget','0'], ['--min-rounds','1'],
+       *[a+['--models','small_cnn','--features','none',*map(str, TINY)] for a in (  # a tiny sweep, should one of them be let through
+         ['--timeout','inf'], ['--timeout','nan'], ['--timeout','0'], ['--mode','infer','--accuracy','2'], ['--mode','infer','--accuracy'],
+         ['--device','mps'], ['--device','xpu'])]]  # no mps or xpu on the machines these tests run on
 
 def test_bad_arguments_exit_2(tmp_path, capsys):
     from fastperf.bench import main
@@ -167,6 +175,59 @@ def test_out_not_a_folder(tmp_path, capsys):
     with pytest.raises(SystemExit) as e: main(['--quick', '--out', str(f)])
     assert e.value.code==2
     assert [l for l in capsys.readouterr().err.splitlines() if l.startswith(f'fastperf-bench: error: --out {f}')]
+
+def test_out_not_writable(tmp_path, capsys):
+    "An --out folder that exists but where the results cannot be written: an error line before measuring, not an OSError after"
+    from fastperf.bench import main
+    bad = tmp_path/'bad'; (bad/'results.csv').mkdir(parents=True)  # results.csv cannot be written, not even by root
+    outs = [bad, Path('/sys')]  # sysfs: no new files, not even for root (chmod would not stop root)
+    if os.geteuid()!=0: ro = tmp_path/'ro'; ro.mkdir(); ro.chmod(0o555); outs.append(ro)
+    for out in outs:
+        t = time.perf_counter()
+        with pytest.raises(SystemExit) as e: main(['--models', 'small_cnn', '--features', 'none', *map(str, TINY), '--no-plots', '--out', str(out)])
+        assert e.value.code==2 and time.perf_counter()-t<10, out  # before any worker started
+        err = [l for l in capsys.readouterr().err.splitlines() if l.startswith(f'fastperf-bench: error: --out {out}: cannot write there')]
+        assert len(err)==1, out
+    assert not [f for f in (tmp_path/'bad').iterdir() if f.name!='results.csv']  # the probe file was deleted
+
+def _children(pid):
+    "Processes whose parent is `pid`"
+    res = []
+    for d in Path('/proc').iterdir():
+        try:
+            if d.name.isdigit() and int((d/'stat').read_text().rsplit(')', 1)[1].split()[1])==pid: res.append(int(d.name))
+        except (OSError, IndexError, ValueError): pass
+    return res
+
+def _alive(pid):
+    try: return (Path('/proc')/str(pid)/'stat').read_text().rsplit(')', 1)[1].split()[0]!='Z'
+    except OSError: return False
+
+def test_interrupt(tmp_path):
+    "Ctrl-C: the workers stop, one line says what was saved, exit code 130; the same command again resumes"
+    out = tmp_path/'int'
+    args = ['--models', 'small_cnn', 'tiny_vit', '--features', 'none', *TINY, '--out', out, '--no-plots']
+    p = subprocess.Popen(_cmd() + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for l in p.stdout:  # small_cnn's group finishes and is saved, then tiny_vit's workers start
+            if l.startswith('tiny_vit train'): break
+        time.sleep(2)
+        kids = _children(p.pid)
+        assert len(kids)==2, kids  # tiny_vit's two workers
+        p.send_signal(signal.SIGINT)
+        rest,err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None: p.kill()
+    assert p.returncode==130, (p.returncode, err[-3000:])
+    assert 'Traceback' not in err and err.strip().splitlines()[-1]==(
+        f"fastperf-bench: interrupted; 1 configuration(s) saved in {out/'results.csv'}; run the same command again to resume"), err[-3000:]
+    assert not [k for k in kids if _alive(k)]  # the workers were stopped, not left to finish
+    assert pd.read_csv(out/'results.csv').model.tolist()==['small_cnn']
+    run = json.loads((out/'results.json').read_text())['runs'][-1]
+    assert run['interrupted'] and len(run['schedule'])==1
+    p = run_cli(*args)
+    assert p.returncode==0, p.stderr[-3000:]
+    assert pd.read_csv(out/'results.csv').model.tolist()==['small_cnn', 'tiny_vit']
 
 DDP_MODELS = '''
 import os
