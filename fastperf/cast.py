@@ -41,7 +41,7 @@ def cast_to_tensor(x):
         return res
     return x
 
-# %% ../nbs/02_cast.ipynb #86195f12
+# %% ../nbs/02_cast.ipynb #c307729f
 def _give_back(cast, learn):
     "`cast` left `learn`: hand fastai's casts it replaced to another fastperf cast still there, else back to `learn`"
     replaced = cast.__dict__.pop('_replaced', [])
@@ -96,9 +96,10 @@ def _find_subs(x, path='')->list:
     if isinstance(x, (tuple,list)): return [r for i,v in enumerate(x) for r in _find_subs(v, f'{path}[{i}]')]
     return []
 
-# %% ../nbs/02_cast.ipynb #0f35c861
+# %% ../nbs/02_cast.ipynb #9fac38a2
 @patch
 def before_fit(self:CastToTensor):
+    if getattr(self, '_hooks', None): return # a `validate`/`get_preds` a callback runs inside the fit: the fit's check goes on with its hooks
     self._seen,self._hooks,self._n = {},[],0
     if not self.check: return
     for name,m in self.learn.model.named_modules():

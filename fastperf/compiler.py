@@ -20,7 +20,7 @@ from .cast import cast_to_tensor
 # %% auto #0
 __all__ = ['compile_kwargs', 'Compile', 'inference_mode_blockers', 'compile_benchmark']
 
-# %% ../nbs/06_compiler.ipynb #d71a7fba
+# %% ../nbs/06_compiler.ipynb #357dff3e
 _MODES = ('default', 'reduce-overhead', 'max-autotune', 'max-autotune-no-cudagraphs')
 
 def compile_kwargs(mode:str|None=None, # inductor mode (None: default)
@@ -35,12 +35,17 @@ def compile_kwargs(mode:str|None=None, # inductor mode (None: default)
         modes = tuple(torch._inductor.list_mode_options()) if hasattr(torch._inductor, 'list_mode_options') else _MODES
         if mode not in modes: raise ValueError(f"Compile: unknown mode {mode!r}; inductor's modes are {modes}")
     if options is not None and not isinstance(options, dict): raise TypeError(f"Compile: `options` must be a dict, got {type(options).__name__}")
+    if options and backend=='inductor' and hasattr(torch._inductor, 'list_options'): # torch.compile refuses these when the fit starts: say so now
+        bad = [k for k in options if k not in torch._inductor.list_options()]
+        if bad: raise ValueError(f"Compile: unknown inductor option(s) {bad} (`torch._inductor.list_options()` lists them)")
+    if not isinstance(fullgraph, bool): raise ValueError(f"Compile: fullgraph must be True or False, got {fullgraph!r}")
+    if dynamic is not None and not isinstance(dynamic, bool): raise ValueError(f"Compile: dynamic must be None, True or False, got {dynamic!r}")
     kw = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic)
     if mode is not None: kw['mode'] = mode
     if options: kw['options'] = options
     return kw
 
-# %% ../nbs/06_compiler.ipynb #08abe089
+# %% ../nbs/06_compiler.ipynb #f5b10c78
 def _reason(e:BaseException)->str:
     "`e` in one line for a message: the type and first line, and the backend's own error when a backend failed"
     inner = getattr(e, 'inner_exception', None)
@@ -56,8 +61,17 @@ class _CompiledCall:
             if self.cast: args,kwargs = cast_to_tensor(args),cast_to_tensor(kwargs)
             return self.compiled(*args, **kwargs)
         except (torch._dynamo.exc.TorchDynamoException, RecursionError) as e: # RecursionError: dynamo recursing on a tensor subclass
+            err = None
+            try: res = self.eager(*args, **kwargs)
+            except Exception as x: err = x
+            # the eager call fails too: the input's own error (a wrong shape, ...), raised as without Compile; compiling stays on for the next input
+            if err is not None: raise err from None
             self.on_fail(e)
-            return self.eager(*args, **kwargs)
+            return res
+    def __getattr__(self, name):
+        "The wrapped function's attributes (a loss's `activation` and `decodes`, which `get_preds` and `predict` look up)"
+        if name in ('compiled','eager','on_fail','cast') or name.startswith('__'): raise AttributeError(name)
+        return getattr(self.eager, name)
 
 # torch loggers that print a whole traceback (at ERROR) for a failure that dynamo then raises to `Compile`, which reports it in one warning
 _HELD_LOGGERS = ('torch._subclasses.fake_tensor',)
@@ -69,12 +83,19 @@ class _HoldErrors(logging.Filter):
         if record.levelno<logging.ERROR: return True
         self.records.append(record); return False
 
+class _LimitHits(logging.Filter):
+    "Note dynamo's 'hit config.recompile_limit' warnings (past the limit a frame runs eagerly), and let them through"
+    def __init__(self): super().__init__(); self.records = []
+    def filter(self, record):
+        if 'hit config.' in str(record.msg): self.records.append(record.getMessage().splitlines()[0])
+        return True
+
 def _frame_compile_id(compile_id:str)->int:
     "`N` in dynamo's compile id `F/N` (N>0: the frame was compiled before, so this is a recompile)"
     nums = re.findall(r'\d+', str(compile_id))
     return int(nums[-1]) if nums else 0
 
-# %% ../nbs/06_compiler.ipynb #a0e3639f
+# %% ../nbs/06_compiler.ipynb #3314960d
 class Compile(Callback):
     "Compile the model in place with `torch.compile` while fastai runs it, count compiles, and fall back to eager if compiling fails"
     order = 12 # after ChannelsLast (-1), CastToTensor (9), mixed precision (10) and DDP (11): the batch it casts and explains is the one the model
@@ -93,21 +114,28 @@ class Compile(Callback):
         self.kwargs = compile_kwargs(mode, backend, fullgraph, dynamic, options)
         store_attr('mode,backend,fullgraph,dynamic,options,compile_loss,explain,cast,verbose')
         self.failed,self.explanation,self.history,self.torch_log = None,None,[],None
-        self._cache,self._undo,self._active,self._hold = {},[],False,None
+        self._cache,self._undo,self._active,self._hold,self._limits,self._began,self._fit = {},[],False,None,None,False,False
         self._reset_counts()
 
     def _reset_counts(self):
         self.compiles,self.recompiles,self.compile_seconds,self.graphs,self.graph_breaks = 0,0,0.,0,0
-        self.epoch_compiles,self.recompile_reasons,self._recompile_ids = [],[],[]
+        self.epoch_compiles,self.recompile_reasons,self._recompile_ids,self.limit_hit = [],[],[],None
+
+    def _nested(self)->bool:
+        "Whether this event belongs to a loop run inside the fit (a `validate`/`get_preds`/`predict` a callback calls): the fit's compiled model serves it"
+        return self._active and len(self.learn.__dict__.get('_fp_loops') or [])>1
 
     def __getstate__(self):
         "Pickle the settings only (for `learn.export`): compiled functions stay in this process"
         d = self.__dict__.copy()
-        d.update(_cache={}, _undo=[], _active=False, _hold=None, failed=None, explanation=None, torch_log=None)
+        d.update(_cache={}, _undo=[], _active=False, _hold=None, _limits=None, _began=False, _fit=False, failed=None, explanation=None, torch_log=None)
         return d
 
     def before_fit(self):
+        if self._nested(): return
+        self._fit = self.learn.fitting # a `get_preds`/`validate`/`predict` outside a fit compiles too (its numbers are the report), but `history` is one entry per fit
         self._reset_counts()
+        self._began = True
         if self.explain: return
         # Under DDP (fastai's DistributedTrainer wraps the model at order 11) compile the module inside the wrapper, as
         # PyTorch recommends: compiling the wrapper itself cost 9 compiles, 4 recompiles and 6 graph breaks per rank in a
@@ -123,15 +151,18 @@ class Compile(Callback):
         self._snap,self._active,self._t_us = self._counters(),True,time.time_ns()//1000
         torch._dynamo.callback_handler.register_start_callback(self._on_start)
         torch._dynamo.callback_handler.register_end_callback(self._on_end)
-        self._hold = _HoldErrors()
+        self._hold,self._limits = _HoldErrors(),_LimitHits()
         for n in _HELD_LOGGERS: logging.getLogger(n).addFilter(self._hold)
+        logging.getLogger('torch._dynamo.convert_frame').addFilter(self._limits)
         self.learn.on_fit_exit(self._restore)
         if self.failed is None:
             self._install(m)
             if self.compile_loss and self.failed is None: self._install_loss()
 
-    def before_epoch(self): self._epoch_start = self.compiles
-    def after_epoch(self): self.epoch_compiles.append(self.compiles-self._epoch_start)
+    def before_epoch(self):
+        if not self._nested(): self._epoch_start = self.compiles
+    def after_epoch(self):
+        if not self._nested(): self.epoch_compiles.append(self.compiles-self._epoch_start)
 
     def before_batch(self):
         if self._active and self.mode in ('reduce-overhead', 'max-autotune'): torch.compiler.cudagraph_mark_step_begin() # CUDA graphs: a new step
@@ -143,9 +174,11 @@ class Compile(Callback):
             raise CancelFitException()
 
     def after_fit(self):
+        if self._nested(): return
+        began,self._began = self._began,False # a fit cancelled before this callback's before_fit has no line of its own
         self._restore()
         if self._restore in (getattr(self.learn, '_fp_exit', None) or []): self.learn._fp_exit.remove(self._restore)
-        if self.verbose and self.history and self.learn.logger is not noop and not self.explain: print(self.report_line())
+        if self.verbose and began and self._fit and self.history and self.learn.logger is not noop and not self.explain: print(self.report_line())
 
     # --- installing and restoring
     def _compiled(self, obj, make):
@@ -209,6 +242,14 @@ class Compile(Callback):
             if self.torch_log is None:
                 for r in self._hold.records: logging.getLogger(r.name).handle(r)
             self._hold = None
+        if self._limits is not None:
+            logging.getLogger('torch._dynamo.convert_frame').removeFilter(self._limits)
+            if self._limits.records:
+                self.limit_hit = self._limits.records[0]
+                warnings.warn(f"Compile: {self.limit_hit}: past it, dynamo runs the model eagerly (not compiled) for new graphs. Every module compiled in place "
+                              "shares one code object, so models, shapes and train/eval/frozen variants in one process add up: call `torch._dynamo.reset()` "
+                              "between models (a hyper-parameter search), or raise `torch._dynamo.config.recompile_limit`.")
+            self._limits = None
         h = torch._dynamo.callback_handler
         for lst,f in ((h.start_callbacks,self._on_start), (h.end_callbacks,self._on_end)):
             if f in lst: lst.remove(f)
@@ -217,7 +258,7 @@ class Compile(Callback):
         ids = set(self._recompile_ids)
         metrics = torch._dynamo.utils.get_compilation_metrics() if hasattr(torch._dynamo.utils, 'get_compilation_metrics') else []
         self.recompile_reasons = [(m.compile_id, m.recompile_reason.strip().splitlines()[0]) for m in metrics if m.compile_id in ids and m.recompile_reason and (m.start_time_us or 0)>=self._t_us]
-        self.history.append(self.report())
+        if self._fit: self.history.append(self.report())
 
     # --- measuring
     @staticmethod
@@ -233,7 +274,7 @@ class Compile(Callback):
     def report(self)->dict:
         "This fit's compile numbers"
         return dict(compiles=self.compiles, recompiles=self.recompiles, compile_seconds=self.compile_seconds, graphs=self.graphs,
-                    graph_breaks=self.graph_breaks, epoch_compiles=list(self.epoch_compiles), failed=self.failed)
+                    graph_breaks=self.graph_breaks, epoch_compiles=list(self.epoch_compiles), failed=self.failed, limit_hit=self.limit_hit)
 
     def report_line(self)->str:
         "The report as one line"
@@ -242,7 +283,7 @@ class Compile(Callback):
         what = self.backend if isinstance(self.backend, str) else getattr(self.backend, '__name__', 'custom')
         return (f"Compile ({what}, mode={self.mode or 'default'}): {r['compile_seconds']:.1f} s compiling (warm-up, not training time); "
                 f"{r['compiles']} compiles ({r['recompiles']} recompiles), {r['graphs']} graphs, {r['graph_breaks']} graph breaks; "
-                f"compiles per epoch: {r['epoch_compiles']}")
+                f"compiles per epoch: {r['epoch_compiles']}" + (f"; {r['limit_hit']}: some calls ran eager" if r.get('limit_hit') else ""))
 
     # --- explain
     def _explain(self):

@@ -458,7 +458,7 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
     df.attrs.update(env_info(s['device']), precision=s['precision'], channels_last=s['channels_last'], n_items=n, bs=dl.bs, rounds=rounds)
     return df.set_index('loop')
 
-# %% ../nbs/14_inference.ipynb #895c0080
+# %% ../nbs/14_inference.ipynb #a5cebae2
 class _Stamps(Callback):
     "Timestamps of a validation loop's events, as the first (order -1000) or the last (order 1000) callback"
     def __init__(self, first:bool, recs:list, sync): self.order,self.first,self.recs,self.sync = (-1000 if first else 1000),first,recs,sync
@@ -496,11 +496,12 @@ def get_preds_breakdown(learn:Learner,
                         dl=None, # The DataLoader (default: the validation set, as `get_preds` picks it)
                         rounds:int=3, # Timed calls; each phase's time is the median over them
                         warmup:int=1, # Untimed calls first (workers starting, compilation, caches)
+                        cbs=None, # Callbacks for these calls, as `get_preds`' own `cbs`
                         **kwargs # Passed to `get_preds` (`with_loss`, `act`, ...)
                        ):
     "Milliseconds per batch of `learn.get_preds(dl=dl)`, split into the phases above (they add up to the total), with their shares"
     import pandas as pd
-    if rounds<1 or warmup<0: raise ValueError(f"get_preds_breakdown needs rounds >= 1 and warmup >= 0, got rounds={rounds}, warmup={warmup}")
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (rounds, warmup)) or rounds<1 or warmup<0: raise ValueError(f"get_preds_breakdown needs rounds >= 1 and warmup >= 0, got rounds={rounds}, warmup={warmup}")
     dev = model_device(learn.model)
     sync = functools.partial(device_sync, dev)
     rows,walls,nb = [],[],0
@@ -508,7 +509,7 @@ def get_preds_breakdown(learn:Learner,
         recs = []
         first,last = _Stamps(True, recs, sync),_Stamps(False, recs, sync)
         sync(); t0 = time.perf_counter()
-        with learn.no_bar(): learn.get_preds(dl=dl, cbs=[first, last], **kwargs)
+        with learn.no_bar(): learn.get_preds(dl=dl, cbs=[first, *L(cbs), last], **kwargs)
         sync(); t1 = time.perf_counter()
         if r<warmup: continue
         if not recs: raise ValueError("get_preds_breakdown: the loop ran no batch (an empty DataLoader?)")

@@ -30,7 +30,7 @@ def cpu_has_bf16()->bool:
     except OSError: pass
     return False
 
-# %% ../nbs/05_precision.ipynb #f83dbaa0
+# %% ../nbs/05_precision.ipynb #caacc881
 @delegates(GradScaler)
 class AutoMixedPrecision(MixedPrecision):
     "fastai's `MixedPrecision` on the model's device: bf16 or fp16 autocast on CUDA or CPU, a GradScaler for fp16 only"
@@ -39,6 +39,7 @@ class AutoMixedPrecision(MixedPrecision):
                  precision:str|AMPMode='bf16', # 'bf16' or 'fp16'
                  **kwargs # Passed to `GradScaler` (used for fp16 only)
                 ):
+        if precision not in ('bf16','fp16',AMPMode.BF16,AMPMode.FP16): raise ValueError(f"AutoMixedPrecision: precision must be 'bf16' or 'fp16', got {precision!r}")
         super().__init__(amp_mode=precision, **kwargs)
         self._in_autocast,self._warned = False,False
 
@@ -77,7 +78,7 @@ class AutoMixedPrecision(MixedPrecision):
         if self._in_autocast and self.autocast is not None: self.autocast.__exit__(None, None, None)
         self._in_autocast = False
 
-# %% ../nbs/05_precision.ipynb #26229f52
+# %% ../nbs/05_precision.ipynb #1fce7ec6
 @patch
 @delegates(GradScaler)
 def to_amp(self:Learner,
@@ -85,5 +86,6 @@ def to_amp(self:Learner,
            **kwargs # Passed to `GradScaler`
           ):
     "Train `self` with mixed precision on its own device, replacing any `MixedPrecision` already there"
+    new = AutoMixedPrecision(precision, **kwargs) # a bad argument fails before the Learner's own mixed precision is taken off
     for cb in self.cbs.filter(lambda c: isinstance(c, MixedPrecision)): self.remove_cb(cb)
-    return self.add_cb(AutoMixedPrecision(precision, **kwargs))
+    return self.add_cb(new)

@@ -143,7 +143,7 @@ def _swap_opt(learn)->tuple:
     except ValueError as e: return False,f"skipped the optimizer swap: {e} (the optimizer is kept)"
     return True,"changed optimizer: fastai's per-tensor update -> TorchOptimizer (the same update rule, computed by torch's fused/foreach kernels; moving averages kept)"
 
-# %% ../nbs/11_recommend.ipynb #7b3ce757
+# %% ../nbs/11_recommend.ipynb #54f72ba4
 def _cb_name(cb)->str: return type(cb).__name__ + (f"('{cb.precision}')" if isinstance(cb, AutoMixedPrecision) else '')
 
 def _mp_precision(cb)->str: return AMPMode(cb.amp_mode).value # 'bf16'/'fp16', of fastai's MixedPrecision or fastperf's
@@ -205,7 +205,9 @@ def to_fastperf(self:Learner,
                 tune:bool|dict=False, # Choose by timing candidate feature sets on this model and its batches instead of by the rules: `tune_fastperf` (cached), a dict for its arguments
                ):
     "Make the whole training loop fast: fastperf's callbacks, the optimizer and the DataLoader, chosen for `self`'s device and model; `undo_fastperf` reverts it"
-    _norm_precision(precision, 'to_fastperf'); _check_flag(channels_last, 'channels_last', 'to_fastperf'); _check_workers(workers, 'to_fastperf') # before anything changes
+    _norm_precision(precision, 'to_fastperf'); _check_workers(workers, 'to_fastperf') # before anything changes
+    for n,v in dict(channels_last=channels_last, compile=compile, verbose=verbose, opt=opt, uint8=uint8, lean=lean, nosync=nosync).items(): _check_flag(v, n, 'to_fastperf')
+    if not isinstance(tune, (bool, dict)): raise ValueError(f"to_fastperf: tune must be True, False or a dict of `tune_fastperf` arguments, got {tune!r}")
     if tune:
         import fastperf.tune # noqa: F401 (patches Learner.tune_fastperf)
         return self.tune_fastperf(**{'compile':compile or None, 'verbose':verbose, **(tune if isinstance(tune, dict) else {})})
@@ -242,7 +244,7 @@ def to_fastperf(self:Learner,
             before = [(dl.fake_l.num_workers, dl.pin_memory) for dl in self.dls.loaders]
             _set_loader(self.dls, nw, pin)
             after = [(dl.fake_l.num_workers, dl.pin_memory) for dl in self.dls.loaders]
-            lines.append(f"{'changed' if after!=before else 'kept   '} DataLoader: {why}")
+            lines.append(f"{'changed' if after!=before else 'kept  '} DataLoader: {why}")
     if uint8:
         pipes = lambda: [(id(dl.after_item),id(dl.after_batch)) for dl in self.dls.loaders]
         before = pipes()
@@ -259,7 +261,7 @@ def to_fastperf(self:Learner,
     if verbose: print(f"to_fastperf ({dev.type}):\n  " + '\n  '.join(lines))
     return self
 
-# %% ../nbs/11_recommend.ipynb #def52444
+# %% ../nbs/11_recommend.ipynb #ce690b4d
 @patch
 def undo_fastperf(self:Learner,
                   verbose:bool=True, # Print what was restored
@@ -269,10 +271,13 @@ def undo_fastperf(self:Learner,
     if u is None:
         if verbose: print("undo_fastperf: nothing to undo")
         return self
+    had = set(map(type, self.cbs))
     for cb in u['added']:
-        if cb in self.cbs: self.remove_cb(cb)
-    for cb in u['removed'] + [c for c in u['cbs'] if type(c) is fastai.learner.CastToTensor]: # what to_fastperf removed, and what its callbacks displaced (fastai's default `CastToTensor`)
+        if cb in self.cbs: self.remove_cb(cb) # (fastperf's CastToTensor gives fastai's back as it leaves)
+    gone = u['removed'] + [c for c in u['cbs'] if type(c) is fastai.learner.CastToTensor] # what to_fastperf removed, and what its callbacks displaced (fastai's default `CastToTensor`)
+    for cb in gone:
         if not any(c is cb or type(c) is type(cb) for c in self.cbs): self.add_cb(cb) # not callbacks the user took off since, nor a second of a kind (`no_bar` gives a new ProgressCallback)
+    back = len({type(cb) for cb in gone if type(cb) not in had and any(type(c) is type(cb) for c in self.cbs)})
     cur,swapped = self.opt,self.opt_func is not u['opt_func']
     self.opt_func = u['opt_func']
     if swapped and cur is not None: # the optimizer to_fastperf swapped in goes back to the Learner's own kind, with its moving averages (fastai's format both ways)
@@ -286,6 +291,6 @@ def undo_fastperf(self:Learner,
     if u.get('formats') is not None: _restore_formats(self.model, u['formats'])
     lds = self.dls.loaders # a record loaded with `load_learner` names its loaders by position
     _restore_loaders([(lds[s[0]],*s[1:]) if isinstance(s[0], int) else s for s in u['loaders'] if not isinstance(s[0], int) or s[0]<len(lds)])
-    self.fastperf_log = [f"undone: removed {len(u['added'])} callbacks, restored {len(u['removed'])}, the optimizer and the DataLoader settings"]
+    self.fastperf_log = [f"undone: removed {len(u['added'])} callbacks, restored {back}, the optimizer and the DataLoader settings"]
     if verbose: print(self.fastperf_log[0])
     return self

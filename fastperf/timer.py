@@ -82,7 +82,7 @@ class _FastCallback(Callback):
         if f is not None and self.run: f(self)
         if event_name=='after_fit': self.run = True
 
-# %% ../nbs/07_timer.ipynb #244226dc
+# %% ../nbs/07_timer.ipynb #6a20b809
 class _State:
     "Mutable recording state (kept off the `Callback`, whose `__setattr__` looks the name up on the `Learner`)"
     def __init__(self, **kw): self.__dict__.update(kw)
@@ -98,6 +98,7 @@ class _TimerFirst(_FastCallback):
     def after_batch(self): self.timer._mark(8, once=True)
     def after_train(self): self.timer._end_epoch()
     def after_cancel_train(self): self.timer._end_epoch(cancelled=True)
+    def after_cancel_epoch(self): self.timer._end_epoch(cancelled=True) # a `CancelEpochException` in training skips after_train
     def after_cancel_fit(self): self.timer._end_epoch(cancelled=True)
     def before_validate(self): self.timer._start_valid()
     def after_validate(self): self.timer._end_valid()
@@ -113,7 +114,7 @@ class _TimerLast(_FastCallback):
     def after_step(self): self.timer._stepped()
     def after_batch(self): self.timer._end_step()
 
-# %% ../nbs/07_timer.ipynb #d82f7e1a
+# %% ../nbs/07_timer.ipynb #88c44bc6
 _NO_FIT = ("ThroughputTimer has no measurements: it times training steps, so fit the Learner with the timer first "
            "(for where the time of a `get_preds` call goes, `get_preds_breakdown(learn)`)")
 
@@ -129,8 +130,18 @@ class ThroughputTimer(_FastCallback):
                  col_name:str|None='samples/s', # Column added to fastai's training table (None: no column); under DDP the global samples/s
                  gather:bool=True, # Under torch.distributed, gather every rank's numbers at each epoch end (one collective, on every rank)
                 ):
+        if warmup is not None and (isinstance(warmup, bool) or not isinstance(warmup, int) or warmup<0):
+            raise ValueError(f"ThroughputTimer: warmup must be None or a whole number of steps >= 0, got {warmup!r}")
+        if isinstance(read_every, bool) or not isinstance(read_every, int) or read_every<1:
+            raise ValueError(f"ThroughputTimer: read_every must be a whole number of steps >= 1, got {read_every!r}")
+        for n,v in (('sync',sync), ('flops',flops), ('gather',gather)):
+            if not isinstance(v, bool): raise ValueError(f"ThroughputTimer: {n} must be True or False, got {v!r}")
+        if peak_flops is not None and not (isinstance(peak_flops, (int,float)) and not isinstance(peak_flops, bool) and peak_flops>0 and math.isfinite(peak_flops)):
+            raise ValueError(f"ThroughputTimer: peak_flops must be None or a number of FLOP/s > 0, got {peak_flops!r}")
+        if col_name is not None and (not isinstance(col_name, str) or not col_name.strip()):
+            raise ValueError(f"ThroughputTimer: col_name must be None or a non-empty string, got {col_name!r}")
         store_attr()
-        self._s,self._why,self._started = None,None,False
+        self._s,self._why,self._started,self._fit_learn,self._fit_cbs = None,None,False,None,None
         self.samples_per_sec = self.batches_per_sec = self.warmup_seconds = None
 
     # --- setup and teardown -------------------------------------------------------------------------------------
@@ -143,7 +154,8 @@ class ThroughputTimer(_FastCallback):
         try: n_total = learn.n_epoch*len(learn.dls.train)
         except TypeError: n_total = 0 # a DataLoader of unknown length
         n_warm = self.warmup if self.warmup is not None else min(5, max(1, n_total//10))
-        if n_warm<0: raise ValueError(f"ThroughputTimer needs warmup >= 0, got {n_warm}")
+        self._fit_learn = learn # `verdict`/`save` after a fit that had the timer in `fit(cbs=...)`, which fastai detaches at its end
+        self._fit_cbs = list(learn.cbs.sorted('order')) # the fit's callbacks, `fit(cbs=...)`'s included
         self._s = _State(device=dev, cuda=dev.type=='cuda' and not self.sync, sync=self.sync and dev.type=='cuda',
                          n_warmup=n_warm, marks=None, events=None, want_move=False, stepped=False, step=0,
                          pending=[], rows=[], epoch_sps=[], global_epoch_sps=[], valid_seconds=0., valid_samples=0,
@@ -162,7 +174,10 @@ class ThroughputTimer(_FastCallback):
             names,col = rec.metric_names,self.col_name
             # under DDP without `gather` the column is this rank's number only: say so in its name
             if _dist_on() and not self.gather: col = f"{col} (rank {torch.distributed.get_rank()})"
-            if col not in names: names.insert(len(names)-1 if rec.add_time else len(names), col)
+            if col in names: # a metric, or another timer, has that name: a second value under one name would shift the table's columns
+                warnings.warn(f"ThroughputTimer: the training table already has a column {col!r}; this timer adds none (pass another `col_name`)")
+                self._col = False
+            else: names.insert(len(names)-1 if rec.add_time else len(names), col)
         # Boundary recorders, and the to_device hooks
         helpers = [_TimerFirst(self), _TimerLast(self)]
         learn.add_cbs(helpers)
@@ -188,6 +203,17 @@ class ThroughputTimer(_FastCallback):
             else: learn._set_device = old_sd
             learn.remove_cbs(helpers)
         learn.on_fit_exit(restore)
+        learn.on_fit_exit(self._after_raise)
+
+    def _after_raise(self):
+        "A fit that raised (or a Ctrl-C) sends no `after_fit`: the steps it completed are read back all the same"
+        if not self._started: return # after_fit ran
+        self._started = False
+        s = self._s
+        s.marks = s.events = None; s.want_move = False # the step that raised is not a complete step
+        self._resolve(block=True)
+        self._summarize()
+        if not s.rows: self._why = "the last fit raised before its first training step ended"
 
     def after_cancel_fit(self):
         if self._s is not None and self._started: self._s.cancelled = True
@@ -371,7 +397,7 @@ class ThroughputTimer(_FastCallback):
         self.samples_per_sec = self.samples/self.seconds if ok else None
         self.batches_per_sec = len(rows)/self.seconds if ok else None
         self.valid_seconds = s.valid_seconds
-        self.valid_samples_per_sec = s.valid_samples/s.valid_seconds if s.valid_seconds>0 else None
+        self.valid_samples_per_sec = s.valid_samples/s.valid_seconds if s.valid_seconds>0 and s.valid_samples else None
         self.dtype = s.dtype
         self.flops_per_sec = self.flops_per_sample*self.samples_per_sec if ok and self.flops_per_sample else None
         peak = self.peak_flops
@@ -417,31 +443,39 @@ class ThroughputTimer(_FastCallback):
         df = self.report() if report is None else report
         missing = {*PHASES,'step'}-set(df.index) | {'share','median_ms'}-set(df.columns)
         if missing: raise ValueError(f"ThroughputTimer.verdict: `report` lacks {sorted(missing)}; pass a table as `report()` gives")
-        sh,med = df['share'],df['median_ms']
-        step = f"{med['step']:.1f} ms median step"
+        sh,ms = df['share'],df['mean_ms'] # the share is of the mean step, so the milliseconds quoted beside it are means too
+        step = f"{ms['step']:.1f} ms mean step"
+        learn = self._learner()
         cuda = self._s is not None and (self._s.cuda or self._s.sync)
         on = self.features_on()
+        dl = learn.dls.train
         msgs = []
         if sh['data']>=threshold:
-            dl = self.learn.dls.train
+            from fastperf.pipeline import CachedDataset
             nw = getattr(getattr(dl, 'fake_l', dl), 'num_workers', '?')
+            cache = "" if isinstance(getattr(dl, 'dataset', None), CachedDataset) else ", cache decoded items in RAM (`ram_cache`)"
             msgs.append(f"Data-bound: waiting for the DataLoader takes {sh['data']:.0%} of each training step "
-                        f"({med['data']:.1f} ms of a {step}; num_workers={nw}, {os.cpu_count()} CPU cores). Measure the best worker count "
+                        f"({ms['data']:.1f} ms of a {step}; num_workers={nw}, {os.cpu_count()} CPU cores). Measure the best worker count "
                         "with fastperf's `tune_workers(learn)` (fastperf.pipeline; more workers is not always faster when they share the "
-                        "cores with the model), cache decoded items in RAM (`ram_cache`), or preprocess offline (decode and resize once, store small uint8 arrays).")
+                        f"cores with the model){cache}, or preprocess offline (decode and resize once, store small uint8 arrays).")
         if sh['to_device']>=threshold:
-            msgs.append(f"Transfer-bound: copying batches to the device takes {sh['to_device']:.0%} ({med['to_device']:.1f} ms of a {step}). "
-                        "Send uint8 and convert on the device (fastperf's `uint8_batches`), and use pin_memory=True.")
+            from fastperf.pipeline import _is_int2float
+            todo = ([] if any(map(_is_int2float, getattr(getattr(dl, 'after_batch', None), 'fs', []))) else
+                    ["send uint8 and convert on the device (fastperf's `uint8_batches`)"]) + ([] if getattr(dl, 'pin_memory', False) else ["use pin_memory=True"])
+            fix = (f"{', and '.join(todo)}." if todo else
+                   "Batches already travel as uint8 from page-locked memory: what is left is fewer bytes per step (smaller images or batches).")
+            msgs.append(f"Transfer-bound: copying batches to the device takes {sh['to_device']:.0%} ({ms['to_device']:.1f} ms of a {step}). "
+                        + fix[0].upper() + fix[1:])
         if sh['batch_tfms']>=threshold:
             msgs.append(f"Batch-transform-bound: the DataLoader's after_batch transforms take {sh['batch_tfms']:.0%} "
-                        f"({med['batch_tfms']:.1f} ms of a {step}). Run them on the GPU, or fewer/cheaper augmentations.")
+                        f"({ms['batch_tfms']:.1f} ms of a {step}). Run them on the GPU, or fewer/cheaper augmentations.")
         if sh['rest']>=threshold:
             cbs = self._step_callbacks()
             names = f" Callbacks with per-step work in this fit: {', '.join(cbs)}." if cbs else ""
-            if cuda: msgs.append(f"Host-sync-bound: the GPU waits {sh['rest']:.0%} of each step ({med['rest']:.1f} ms of a {step}) while callbacks "
+            if cuda: msgs.append(f"Host-sync-bound: the GPU waits {sh['rest']:.0%} of each step ({ms['rest']:.1f} ms of a {step}) while callbacks "
                                  "and logging run. A callback that reads a tensor's value every step (.item(), .cpu(), printing a loss) "
                                  f"makes the CPU wait for the GPU, so the next step is queued late. Log less often or keep values on the device.{names}")
-            else: msgs.append(f"Callback-bound: callbacks and logging take {sh['rest']:.0%} of each step ({med['rest']:.1f} ms of a {step}).{names} "
+            else: msgs.append(f"Callback-bound: callbacks and logging take {sh['rest']:.0%} of each step ({ms['rest']:.1f} ms of a {step}).{names} "
                               "Find the slow one (remove them one at a time) and make it do its work less often.")
         if sh['optimizer']>=threshold:
             opt = self._optimizer_name()
@@ -450,53 +484,71 @@ class ThroughputTimer(_FastCallback):
             else: fix = ("Swap it for the same update rule in torch's foreach/fused kernels: fastperf's `learn.to_fused_opt()` "
                          "(fastperf.optim, for fastai's Adam and SGD), or torch.optim.AdamW(foreach=True/fused=True) through fastai's `OptimWrapper`"
                          + ("" if 'GradientAccumulation' in on else "; and gradient accumulation to step less often") + ".")
+            cbs = self._step_callbacks(('before_step','after_step'))
+            also = (f" The phase also holds the before_step/after_step work of {', '.join(cbs)}: if the optimizer alone is fast, one of them is the cost."
+                    if cbs else "")
             msgs.append(f"Optimizer-bound: the optimizer ({opt}) step and zero_grad take {sh['optimizer']:.0%} "
-                        f"({med['optimizer']:.1f} ms of a {step}). {fix}")
+                        f"({ms['optimizer']:.1f} ms of a {step}). {fix}{also}")
         if msgs: return '\n'.join(msgs)
         comp = sh['forward']+sh['loss']+sh['backward']
         if comp>=0.5:
-            todo = [f for f in ('mixed precision','channels-last','torch.compile') if f not in on and (f!='channels-last' or has_conv(self.learn.model))]
-            have = [f for f in ('mixed precision','channels-last','torch.compile') if f in on]
+            from fastperf.recommend import _rule_precision
+            dev,conv = self.timer_device,has_conv(learn.model)
+            prec = _rule_precision(dev, conv)
+            helps = {'mixed precision': prec!='fp32', # fastperf's rules: where it measured a gain on this kind of device and model
+                     'channels-last': conv and (dev.type=='cuda' or prec=='bf16'),
+                     'torch.compile': dev.type=='cuda'} # on a CPU it trained slower in fastperf's measurements
+            todo = [f for f,ok in helps.items() if ok and f not in on]
+            have = [f for f in helps if f in on]
             already = f" Already on: {', '.join(have)}." if have else ""
             if todo: return (f"Compute-bound: forward, loss and backward take {comp:.0%} of a {step}. The model's arithmetic is the limit; "
                              f"what helps here: {', '.join(todo)}.{already}")
             return (f"Compute-bound: forward, loss and backward take {comp:.0%} of a {step}.{already} What is left: a larger batch "
-                    "(better use of the device per step), a smaller or cheaper model, or faster hardware.")
+                    "(better use of the device per step), a smaller or cheaper model, or faster hardware"
+                    + (" (`learn.tune_fastperf(compile=True)` times torch.compile on this model, if you want to know)" if dev.type=='cpu' and 'torch.compile' not in on else "")
+                    + ".")
         top = sh.drop('step').idxmax()
         return f"No phase dominates (largest: {top}, {sh[top]:.0%} of a {step})."
+
+    def _learner(self)->Learner:
+        "The Learner of the last fit (fastai detaches a callback passed to `fit(cbs=...)` when the fit ends)"
+        learn = self.learn if self.learn is not None else self._fit_learn
+        if learn is None: raise ValueError(_NO_FIT)
+        return learn
 
     def features_on(self)->set:
         "Speed features the last fit ran with: 'mixed precision', 'channels-last', 'torch.compile', 'fused/foreach optimizer', 'GradientAccumulation'"
         feats,on = ' '.join(getattr(self, 'features', None) or []),set()
-        model = self.learn.model
+        learn = self._learner()
+        model = learn.model
         if self.dtype in ('bf16','fp16') or 'MixedPrecision' in feats: on.add('mixed precision')
         if 'ChannelsLast' in feats or any(p.dim()==4 and p.is_contiguous(memory_format=torch.channels_last) and not p.is_contiguous()
                                           for p in model.parameters()): on.add('channels-last')
         if re.search(r'\bCompile\b|Compiler', feats) or hasattr(model, '_orig_mod') or any(hasattr(m, '_orig_mod') for m in model.modules()):
             on.add('torch.compile')
-        opt = getattr(self.learn, 'opt', None)
+        opt = getattr(learn, 'opt', None)
         inner = getattr(opt, 'opt', None) # fastai's OptimWrapper, or fastperf's TorchOptimizer: a torch optimizer inside
         if isinstance(inner, torch.optim.Optimizer) and any(g.get('foreach') or g.get('fused') for g in inner.param_groups): on.add('fused/foreach optimizer')
         if 'GradientAccumulation' in feats: on.add('GradientAccumulation')
         return on
 
     def _optimizer_name(self)->str:
-        opt = getattr(self.learn, 'opt', None)
+        opt = getattr(self._learner(), 'opt', None)
         inner = getattr(opt, 'opt', None)
         if isinstance(inner, torch.optim.Optimizer):
             g = inner.param_groups[0] if inner.param_groups else {}
             impl = 'fused' if g.get('fused') else 'foreach' if g.get('foreach') else 'for-loop'
             return f"torch {type(inner).__name__}, {impl}"
-        f = getattr(self.learn, 'opt_func', None)
+        f = getattr(self._learner(), 'opt_func', None)
         while isinstance(f, partial): f = f.func
         return f"fastai's {getattr(f, '__name__', type(opt).__name__)}, one parameter at a time" if opt is not None else 'none'
 
 
-    def _step_callbacks(self)->list:
-        "Names of the Learner's callbacks that run code at every training step (the 'rest' phase), the timer's own left out"
-        ev = ('before_batch','after_pred','after_loss','before_backward','after_backward','before_step','after_step','after_batch')
+    def _step_callbacks(self, ev=('before_batch','after_pred','after_loss','before_backward','after_backward','before_step','after_step','after_batch'))->list:
+        "Names of the Learner's callbacks that run code at every training step in events `ev` (default: all of a step's), the timer's own left out"
         own = (ThroughputTimer, _TimerFirst, _TimerLast)
-        return [type(cb).__name__ for cb in self.learn.cbs.sorted('order') if not isinstance(cb, own)
+        cbs = getattr(self, '_fit_cbs', None) or self._learner().cbs.sorted('order')
+        return [type(cb).__name__ for cb in cbs if not isinstance(cb, own)
                 and any(getattr(type(cb), e, None) is not None and getattr(type(cb), e) is not getattr(Callback, e, None) for e in ev)]
 
     def plot(self, ax=None, figsize=(7,3)):
@@ -555,14 +607,15 @@ class ThroughputTimer(_FastCallback):
         return '\n'.join(o for o in (self.verdict(threshold, report=combine_reports(reports)), straggler(reports, threshold)) if o)
 
     def save(self, path)->tuple|None:
-        "Write the phase table to `path`.csv and everything (summary, phases, verdict, environment, callbacks) to `path`.json; under DDP rank 0 only, with all ranks' verdict and global samples/s"
+        "Write the phase table to `path`.csv and everything (summary, phases, verdict, environment, callbacks) to `path`.json (`path` a folder: throughput.csv/json in it); under DDP rank 0 only, with all ranks' verdict and global samples/s"
         if rank_distrib(): return None # every rank may call it; only rank 0 writes (as fastai's `Learner.save`)
+        folder = os.fspath(path).endswith(('/', os.sep)) # Path drops a trailing slash
         path = Path(path)
+        if folder or path.is_dir(): path = path/'throughput'
         base = path.with_suffix('') if path.suffix in ('.csv','.json') else path
         base.parent.mkdir(parents=True, exist_ok=True)
         df = self.report()
         csv,js = base.with_name(base.name+'.csv'),base.with_name(base.name+'.json')
-        df.to_csv(csv)
         clean = lambda o: None if isinstance(o, float) and not math.isfinite(o) else o
         ranks = self.rank_reports or []
         d = dict(summary={k:clean(v) for k,v in self.summary().items()}, phases=df.reset_index().to_dict('records'),
@@ -572,7 +625,8 @@ class ThroughputTimer(_FastCallback):
                  epochs_global_samples_per_sec=[clean(v) for v in self._s.global_epoch_sps] if ranks else None,
                  phases_all_ranks=combine_reports(ranks).reset_index().to_dict('records') if ranks else None,
                  ranks=None if self.rank_stats is None else self.rank_stats.reset_index().to_dict('records'))
-        js.write_text(json.dumps(d, indent=1, default=str))
+        text = json.dumps(d, indent=1, default=str) # everything is computed before anything is written: no .csv without its .json
+        df.to_csv(csv); js.write_text(text)
         return csv,js
 
 def _dist_on()->bool: return torch.distributed.is_available() and torch.distributed.is_initialized()
