@@ -28,7 +28,17 @@ def _fused_ok(params):
     devs = _get_fused_kernels_supported_devices()
     return all(p.device.type in devs and p.is_floating_point() for p in params)
 
-# %% ../nbs/09_optim.ipynb #9235a464
+# %% ../nbs/09_optim.ipynb #db7a42bc
+def _is_torch_opt(f)->bool:
+    "Whether the `opt_func` `f` makes a `TorchOptimizer` (by name: a notebook run in the same process defines the class again)"
+    return isinstance(f, functools.partial) and getattr(f.func, '__name__', None)=='TorchOptimizer'
+
+def _check_opt_args(kind, impl, hypers, who):
+    if kind not in _DEFAULTS: raise ValueError(f"{who}: kind must be 'adam' or 'sgd', got {kind!r}")
+    if impl not in _IMPLS: raise ValueError(f"{who}: impl must be one of {_IMPLS}, got {impl!r}")
+    bad = set(hypers)-set(_DEFAULTS[kind])-{'lr'}
+    if bad: raise ValueError(f"{who}: unknown hyper-parameters for {kind}: {sorted(bad)}")
+
 class TorchOptimizer(_BaseOptimizer):
     "fastai's optimizer API (hypers, parameter groups, freezing, `do_wd`) over torch's `AdamW`/`Adam`/`SGD` kernels"
     def __init__(self,
@@ -39,10 +49,7 @@ class TorchOptimizer(_BaseOptimizer):
                  impl:str='auto', # 'fused', 'foreach', 'for' (torch's per-tensor loop), or 'auto' (fused where supported, else foreach)
                  **hypers # fastai hyper-parameters: `mom`, `sqr_mom`, `eps`, `wd` (fastai's defaults if not given)
                 ):
-        if kind not in _DEFAULTS: raise ValueError(f"TorchOptimizer: kind must be 'adam' or 'sgd', got {kind!r}")
-        if impl not in _IMPLS: raise ValueError(f"TorchOptimizer: impl must be one of {_IMPLS}, got {impl!r}")
-        bad = set(hypers)-set(_DEFAULTS[kind])
-        if bad: raise ValueError(f"TorchOptimizer: unknown hyper-parameters for {kind}: {sorted(bad)}")
+        _check_opt_args(kind, impl, hypers, 'TorchOptimizer')
         params = L(params)
         self.param_lists = L(L(p) for p in params) if isinstance(params[0], (L,list)) else L([params])
         self.kind,self.decouple_wd,self.impl = kind,decouple_wd,impl
@@ -157,7 +164,7 @@ class TorchOptimizer(_BaseOptimizer):
         self.opt.load_state_dict({'state': {pos[p]:s for p,s in zip(ps, stats) if s}, 'param_groups': groups})
         self._align_state()
 
-# %% ../nbs/09_optim.ipynb #2c784508
+# %% ../nbs/09_optim.ipynb #01457f44
 def fast_opt(kind:str='adam', # 'adam' (fastai's `Adam`) or 'sgd' (fastai's `SGD`)
              impl:str='auto', # 'fused', 'foreach', 'for', or 'auto' (fused where the device supports it, else foreach)
              decouple_wd:bool=True, # fastai's default: true weight decay (`Adam` -> torch `AdamW`)
@@ -166,6 +173,7 @@ def fast_opt(kind:str='adam', # 'adam' (fastai's `Adam`) or 'sgd' (fastai's `SGD
     "An `opt_func` for `Learner` that gives the same updates as fastai's `Adam`/`SGD` with torch's foreach/fused kernels"
     kind = kind.lower()
     if kind=='adamw': kind,decouple_wd = 'adam',True
+    _check_opt_args(kind, impl, hypers, 'fast_opt') # here, not at the first fit
     return functools.partial(TorchOptimizer, kind=kind, impl=impl, decouple_wd=decouple_wd, **hypers)
 
 # %% ../nbs/09_optim.ipynb #6a05baaa
@@ -179,21 +187,24 @@ def _fastai_kind(opt_func):
     hp.update({k:v for k,v in kw.items() if k!='lr'})
     return kind,hp
 
-# %% ../nbs/09_optim.ipynb #52c8a6a9
+# %% ../nbs/09_optim.ipynb #83924686
 @patch
 def to_fused_opt(self:Learner,
                  impl:str='auto', # 'fused', 'foreach', 'for' or 'auto'
                 ):
     "Swap the learner's fastai `Adam`/`SGD` for `TorchOptimizer` with the same hyper-parameters and moving averages"
-    if isinstance(self.opt_func, functools.partial) and self.opt_func.func is TorchOptimizer: return self
+    if _is_torch_opt(self.opt_func): return self
     kind,hp = _fastai_kind(self.opt_func)
     decouple = hp.pop('decouple_wd', True)
     # fastai's `create_opt` takes the learning rate of a `partial(Adam, lr=...)` (its own keywords, not a nested partial's): so does the swap's
     lr = self.opt_func.keywords.get('lr') if isinstance(self.opt_func, functools.partial) else None
-    self.opt_func = fast_opt(kind, impl=impl, decouple_wd=decouple, **hp, **({} if lr is None else dict(lr=lr)))
-    old = self.opt
+    new = fast_opt(kind, impl=impl, decouple_wd=decouple, **hp, **({} if lr is None else dict(lr=lr))) # a bad `impl` fails here, before anything changes
+    old_func,old = self.opt_func,self.opt
+    self.opt_func = new
     if old is not None:
-        self.create_opt()
-        self.opt.load_state_dict(old.state_dict()) # fastai's format both ways: the same moving averages, so training continues as with fastai's
-        self.opt.freeze_to(old.frozen_idx)
+        try:
+            self.create_opt()
+            self.opt.load_state_dict(old.state_dict()) # fastai's format both ways: the same moving averages, so training continues as with fastai's
+            self.opt.freeze_to(old.frozen_idx)
+        except BaseException: self.opt_func,self.opt = old_func,old; raise # nothing half-swapped
     return self

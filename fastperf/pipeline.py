@@ -32,7 +32,7 @@ from .core import model_device, device_sync, _RNGState
 __all__ = ['tune_workers', 'TuneWorkers', 'CachedDataset', 'ram_cache', 'write_jpegs', 'H2DBytes', 'h2d_bytes', 'ToUint8',
            'uint8_batches', 'async_h2d', 'LeanPipeline', 'lean_pipelines', 'unlean_pipelines']
 
-# %% ../nbs/08_pipeline.ipynb #ea0bf866
+# %% ../nbs/08_pipeline.ipynb #386914d9
 def _split_batch(learn, b):
     i = getattr(learn.dls, 'n_inp', 1 if len(b)==1 else len(b)-1)
     return b[:i],b[i:]
@@ -51,8 +51,8 @@ def _cycle(dl):
         if n==0: raise ValueError("tune_workers: the training DataLoader yields no batches")
 
 def _set_loader(dls, num_workers=None, pin_memory=None):
-    "Set every loader's worker count and pinning (None: keep it)"
-    for dl in dls.loaders:
+    "Set the worker count and pinning of every loader of `dls` (or of a list of loaders); None keeps it"
+    for dl in getattr(dls, 'loaders', dls):
         if num_workers is not None: dl.fake_l.num_workers = num_workers
         if pin_memory is not None: dl.pin_memory = dl.fake_l.pin_memory = pin_memory
 
@@ -72,7 +72,7 @@ def _time_loader(learn, dl, batches, warmup, with_model):
     it.close()
     return 1000*startup, res
 
-# %% ../nbs/08_pipeline.ipynb #058c103d
+# %% ../nbs/08_pipeline.ipynb #b3d78fef
 def tune_workers(learn:Learner, # Learner whose `dls` are tuned, timed with its own model and loss
                  workers:list=None, # Candidate `num_workers` (default: 0 and powers of 2 up to the CPU count)
                  pin_memory:list=None, # Candidate `pin_memory` values (default: `[False, True]` for a GPU, `[False]` for a CPU)
@@ -97,8 +97,12 @@ def tune_workers(learn:Learner, # Learner whose `dls` are tuned, timed with its 
     if not workers or any(isinstance(w, bool) or not isinstance(w, numbers.Integral) or w<0 for w in workers):
         raise ValueError(f"tune_workers: bad worker counts {list(workers)}: give whole numbers >= 0")
     pins = L(ifnone(pin_memory, [False, True] if dev.type=='cuda' else [False]))
+    if not pins or any(not isinstance(p, bool) for p in pins): raise ValueError(f"tune_workers: pin_memory candidates must be True/False, got {list(pins)}")
     old = (dl.fake_l.num_workers, dl.pin_memory)
+    olds = [(d, d.fake_l.num_workers, d.pin_memory) for d in learn.dls.loaders] # each loader's own, put back as it was
     state = {k:v.detach().clone() for k,v in model.state_dict().items()}
+    grads = [(p, p.grad) for p in model.parameters()] # put aside (a backward would add to them), and given back: fastai steps params whose grad is zero, not None
+    for p,_ in grads: p.grad = None
     was_training = model.training
     model.train()
     rows = []
@@ -117,8 +121,9 @@ def tune_workers(learn:Learner, # Learner whose `dls` are tuned, timed with its 
                     rows.append(dict(num_workers=w, pin_memory=p, startup_ms=startup, data_ms=data_ms, model_ms=model_ms,
                                      step_ms=step_ms, bound='data' if data_ms>model_ms else 'model'))
         finally:
-            model.load_state_dict(state); model.zero_grad(set_to_none=True); model.train(was_training)
-            _set_loader(learn.dls, *old)
+            model.load_state_dict(state); model.train(was_training)
+            for p,g in grads: p.grad = g
+            for d,w,p in olds: _set_loader([d], w, p)
     df = pd.DataFrame(rows)
     fastest = df.step_ms.min()
     ok = df[df.step_ms<=fastest*(1+tol)]
@@ -188,7 +193,7 @@ class CachedDataset(GetAttr):
     @property
     def nbytes(self): return sum(_nbytes(o) for o in self.items)
 
-# %% ../nbs/08_pipeline.ipynb #c26f60aa
+# %% ../nbs/08_pipeline.ipynb #d335c6b3
 def ram_cache(dls:DataLoaders, # DataLoaders whose datasets are decoded once and kept in memory
               max_frac:float=0.5, # Refuse if the estimate exceeds this share of available memory
               max_bytes:int=None, # Refuse above this many bytes instead (overrides `max_frac`)
@@ -196,7 +201,9 @@ def ram_cache(dls:DataLoaders, # DataLoaders whose datasets are decoded once and
               show:bool=True, # Print the estimate and a progress bar
              )->DataLoaders:
     "New `DataLoaders` whose datasets read their items from RAM, decoded once; refuses when they would not fit"
-    if not 0<max_frac<=1: raise ValueError(f"ram_cache: max_frac must be in (0,1], got {max_frac}")
+    if not isinstance(dls, DataLoaders): raise TypeError(f"ram_cache takes fastai `DataLoaders`, got a {type(dls).__name__}" + (": pass `learn.dls`" if isinstance(dls, Learner) else ""))
+    if not isinstance(max_frac, (int,float)) or not 0<max_frac<=1: raise ValueError(f"ram_cache: max_frac must be in (0,1], got {max_frac!r}")
+    if isinstance(sample, bool) or not isinstance(sample, int) or sample<1: raise ValueError(f"ram_cache: sample must be a whole number >= 1, got {sample!r}")
     dss = [dl.dataset for dl in dls.loaders]
     if any(isinstance(ds, CachedDataset) for ds in dss): raise ValueError("ram_cache: these DataLoaders are already cached")
     est,n_items = 0,0
@@ -224,7 +231,7 @@ def ram_cache(dls:DataLoaders, # DataLoaders whose datasets are decoded once and
     if hasattr(dls, 'n_inp'): res.n_inp = dls.n_inp
     return res
 
-# %% ../nbs/08_pipeline.ipynb #2828bdb6
+# %% ../nbs/08_pipeline.ipynb #49e66834
 def write_jpegs(path, # Folder to write `train/` and `valid/` class folders into
                 n_train:int=64, # Training images (spread over the classes)
                 n_valid:int=16, # Validation images
@@ -234,6 +241,8 @@ def write_jpegs(path, # Folder to write `train/` and `valid/` class folders into
                 quality:int=90, # JPEG quality
                )->Path:
     "Write a small image folder of random JPEGs in ImageNet layout, for benchmarks that need real decoding"
+    if min(n_train, n_classes, size)<1 or n_valid<0: raise ValueError(f"write_jpegs needs n_train, n_classes and size >= 1 and n_valid >= 0, got {n_train}, {n_classes}, {size}, {n_valid}")
+    if not 1<=quality<=95: raise ValueError(f"write_jpegs: quality is PIL's JPEG quality, 1 to 95, got {quality}")
     path = Path(path); rng = np.random.default_rng(seed)
     for split,n in (('train',n_train),('valid',n_valid)):
         for k in range(n):
@@ -243,6 +252,19 @@ def write_jpegs(path, # Folder to write `train/` and `valid/` class folders into
             a[:, c*size//n_classes:(c+1)*size//n_classes] += 95
             Image.fromarray(a).save(d/f'{k}.jpg', quality=quality)
     return path
+
+# %% ../nbs/08_pipeline.ipynb #32990d3e
+from fastai.data.core import test_set
+_fa_test_dl = getattr(DataLoaders.test_dl, '_fp_orig', DataLoaders.test_dl) # fastai's, also when this module runs again
+
+@delegates(_fa_test_dl)
+def _test_dl(self:DataLoaders, test_items, rm_type_tfms=None, with_labels:bool=False, **kwargs):
+    "fastai's `test_dl`; for loaders `ram_cache` made, the test items go through the original dataset's transforms"
+    vds = self.valid_ds
+    if not isinstance(vds, CachedDataset): return _fa_test_dl(self, test_items, rm_type_tfms=rm_type_tfms, with_labels=with_labels, **kwargs)
+    return self.valid.new(test_set(vds.ds, test_items, rm_tfms=rm_type_tfms, with_labels=with_labels), **kwargs)
+_test_dl._fp_orig,_test_dl.__doc__ = _fa_test_dl,_fa_test_dl.__doc__
+DataLoaders.test_dl = _test_dl
 
 # %% ../nbs/08_pipeline.ipynb #3b602cce
 def _tensors(b):
@@ -292,7 +314,7 @@ class ToUint8(Transform):
             return TensorImage(x.mul(255).round_().to(torch.uint8))
         return x
 
-# %% ../nbs/08_pipeline.ipynb #b9a50810
+# %% ../nbs/08_pipeline.ipynb #fa53487f
 def _is_int2float(t): return isinstance(t, IntToFloatTensor)
 
 def _uint8_valued(x)->bool:
@@ -302,15 +324,18 @@ def _uint8_valued(x)->bool:
 
 def _images(dl, n:int=3)->list:
     "The `TensorImage`s of `dl`'s first `n` items"
-    xs = [dl.do_item(i) for i in range(min(n, len(dl.dataset)))]
+    with _RNGState([dl]): xs = [dl.do_item(i) for i in range(min(n, len(dl.dataset)))] # random item transforms: the seeded sequence is the user's
     return [o for x in xs for o in (x if isinstance(x, tuple) else (x,)) if isinstance(o, TensorImage)]
 
 def uint8_batches(dls:DataLoaders, # DataLoaders whose item pipeline may produce float images
                  )->DataLoaders:
     "Make `dls` send `uint8` images to the device and convert and normalize them there (modifies and returns `dls`)"
     for dl in dls.loaders:
-        moved = [t for t in dl.after_item.fs if _is_int2float(t) or isinstance(t, Normalize)]
-        if moved: dl.after_item = Pipeline([t for t in dl.after_item.fs if t not in moved])
+        fs = list(dl.after_item.fs)
+        k = len(fs)
+        while k and (_is_int2float(fs[k-1]) or isinstance(fs[k-1], Normalize)): k -= 1
+        moved = fs[k:] # only the conversions no item transform runs after: a later one may need their floats
+        if moved: dl.after_item = Pipeline(fs[:k])
         imgs = _images(dl)
         if imgs and all(o.is_floating_point() and _uint8_valued(o) for o in imgs): # float images made from 8-bit ones: other floats stay as they are
             dl.after_item = Pipeline(list(dl.after_item.fs)+[ToUint8()])
