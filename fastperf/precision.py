@@ -20,7 +20,7 @@ import fastperf.core  # Learner.on_fit_exit
 # %% auto #0
 __all__ = ['cpu_has_bf16', 'AutoMixedPrecision']
 
-# %% ../nbs/05_precision.ipynb #767df756
+# %% ../nbs/05_precision.ipynb #f1ad428e
 def cpu_has_bf16()->bool:
     "Whether this CPU has native bf16 arithmetic (avx512_bf16 or AMX-BF16), which makes bf16 autocast fast on CPU"
     try:
@@ -29,6 +29,12 @@ def cpu_has_bf16()->bool:
                 if l.startswith('flags'): return bool({'avx512_bf16', 'amx_bf16'} & set(l.split(':',1)[1].split()))
     except OSError: pass
     return False
+
+def _rule_precision(dev, conv)->str:
+    "The precision the rules pick: bf16/fp16 autocast on CUDA, bf16 on a CPU with bf16 arithmetic for conv models, else fp32"
+    if dev.type=='cuda': return 'bf16' if torch.cuda.is_bf16_supported() else 'fp16'
+    if dev.type=='cpu' and cpu_has_bf16() and conv: return 'bf16'
+    return 'fp32'
 
 # %% ../nbs/05_precision.ipynb #caacc881
 @delegates(GradScaler)
