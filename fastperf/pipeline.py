@@ -30,7 +30,8 @@ from .core import model_device, device_sync, _RNGState
 
 # %% auto #0
 __all__ = ['tune_workers', 'TuneWorkers', 'CachedDataset', 'ram_cache', 'write_jpegs', 'H2DBytes', 'h2d_bytes', 'ToUint8',
-           'uint8_batches', 'async_h2d', 'LeanPipeline', 'lean_pipelines', 'unlean_pipelines']
+           'uint8_batches', 'async_h2d', 'LeanPipeline', 'lean_pipelines', 'unlean_pipelines', 'cache_batches',
+           'uncache_batches', 'clear_batch_cache', 'batch_cache_info']
 
 # %% ../nbs/08_pipeline.ipynb #386914d9
 def _split_batch(learn, b):
@@ -523,3 +524,113 @@ def unlean_pipelines(dls, # `DataLoaders` (or one `DataLoader`), or the list `le
         if nm=='_fp_lean': o.__dict__.pop(nm, None); continue
         p = getattr(o, nm)
         if isinstance(p, LeanPipeline): setattr(o, nm, p._orig)
+
+# %% ../nbs/08_pipeline.ipynb #6c3053bd
+import weakref, math
+from fastai.torch_core import apply as _apply
+from fastai.vision.augment import RandTransform, Resize, RandomResizedCrop, RandomCrop
+
+class _BatchCache:
+    "The batches one loader made before its batch transforms, the key they were made under, whether the pass completed, and why caching is off"
+    def __init__(self, max_bytes): self.max_bytes = max_bytes; self.reset()
+    def reset(self): self.key,self.batches,self.full,self.off = None,[],False,None
+
+_BATCH_CACHES = weakref.WeakKeyDictionary() # dataset -> the _BatchCache of the loaders over it: freed with the dataset
+
+def _item_pipes(dl)->list:
+    "The pipelines that make `dl`'s batches before its batch transforms (each dataset list's, `after_item`, `before_batch`), as fastai's own objects"
+    ps = [getattr(tl, 'tfms', None) for tl in getattr(dl.dataset, 'tls', [])] + [dl.after_item, dl.before_batch]
+    return [getattr(p, '_orig', p) for p in ps if isinstance(p, Pipeline)]
+
+_CENTERED = (Resize, RandomResizedCrop, RandomCrop) # fastai's crops: random at the training split, centred (no random draw) at any other
+
+def _random_tfms(dl)->list:
+    "Names of the `RandTransform`s that run in the pipelines making `dl`'s batches, at their current split, and may draw random numbers there"
+    return [type(t).__name__ for p in _item_pipes(dl) for t in p.fs if isinstance(t, RandTransform) and (t.split_idx is None or t.split_idx==p.split_idx)
+            and not (type(t) in _CENTERED and p.split_idx and t.p==1.)]
+
+def _cache_key(dl, samps:list)->tuple:
+    ds = dl.dataset
+    return (len(ds), id(getattr(ds, 'items', None)), tuple(samps), dl.bs, dl.drop_last,
+            tuple((tuple(map(id, p.fs)), p.split_idx) for p in _item_pipes(dl)), # `DataLoader.new` wraps the same transforms in new pipelines
+            tuple(id(dl.__dict__.get(n)) for n in ('create_item','create_batch','do_batch','retain')))
+
+def _copy_batch(b): return _apply(lambda t: t.clone() if isinstance(t, torch.Tensor) else t, b)
+
+def _same_tensors(a, b, first:bool=False)->bool:
+    "Whether batches `a` and `b` hold equal tensors (with `first`: `a`, a batch of one item, equals the first item of `b`)"
+    a,b = list(_tensors(a)),list(_tensors(b))
+    if len(a)!=len(b): return False
+    for x,y in zip(a, b):
+        if first: y = y[:1]
+        if x.dtype!=y.dtype or x.shape!=y.shape or not torch.equal(x.as_subclass(torch.Tensor), y.as_subclass(torch.Tensor)): return False
+    return True
+
+def _cache_of(dl):
+    try: return _BATCH_CACHES.get(dl.dataset)
+    except TypeError: return None # a dataset that cannot be weakly referenced (a list): never cached
+
+def _cached_create_batches(self, samps):
+    "fastai's `DataLoader.create_batches` for a loader `cache_batches` marked: made once, handed back as copies after (see above)"
+    make = type(self).create_batches
+    c,samps = _cache_of(self),list(samps)
+    if (c is None or c.off or not samps or self.shuffle or not self.indexed or self.dataset is None
+        or self.fake_l.num_workers or _random_tfms(self)):
+        yield from make(self, samps); return
+    key = _cache_key(self, samps)
+    if c.key!=key: # the first pass under these settings: made as fastai makes it, kept from the next (a loader used once, as a `test_dl` usually is, pays nothing)
+        c.key,c.batches,c.full = key,[],False
+        yield from make(self, samps); return
+    if c.full and c.key==key:
+        with _RNGState([self]): one = self.do_item(samps[0])
+        if one is not None and _same_tensors(self.do_batch([one]), c.batches[0], first=True):
+            for b in c.batches: yield _copy_batch(b) # `to_device` copies nothing already on the device
+            return
+    c.batches,c.full,held = [],False,0
+    for b in make(self, samps):
+        if c.batches is not None:
+            n = _tensor_bytes(b)
+            if not c.batches and n*math.ceil(len(samps)/(self.bs or 1))>c.max_bytes or held+n>c.max_bytes:
+                c.off,c.batches = f"its batches would hold more than max_bytes={c.max_bytes:,} bytes", None
+            else: c.batches.append(_copy_batch(b)); held += n
+        yield b
+    if not c.batches: return
+    with _RNGState([self]): again = next(iter(make(self, samps)), None)
+    if again is not None and _same_tensors(again, c.batches[0]): c.full = True
+    else: c.off,c.batches = "its first batch came out different when made again (a transform draws random numbers)", None
+
+def cache_batches(dl, # A fastai `DataLoader` (not shuffled, without workers, for the batches to be cached)
+                  max_bytes:int=2**30, # The most bytes its cached batches may hold
+                 )->bool:
+    "Let `dl` keep the batches it makes (before its batch transforms), with its dataset, and hand copies back while nothing that makes them changes; False if `dl` cannot (its own `create_batches`, a dataset that cannot be weakly referenced)"
+    if not isinstance(dl, _FaDataLoader): raise TypeError(f"cache_batches takes one fastai `DataLoader` (e.g. `learn.dls.valid`), got a {type(dl).__name__}")
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes<0: raise ValueError(f"cache_batches: max_bytes must be an int >= 0, got {max_bytes!r}")
+    c = _cache_of(dl)
+    if c is None:
+        try: c = _BATCH_CACHES[dl.dataset] = _BatchCache(max_bytes)
+        except TypeError: return False
+    elif c.max_bytes!=max_bytes: c.max_bytes = max_bytes; c.reset()
+    m = dl.__dict__.get('create_batches')
+    if m is None: dl.create_batches = MethodType(_cached_create_batches, dl) # a bound method: `DataLoader.new` does not copy it
+    return m is None or getattr(m, '__func__', None) is _cached_create_batches
+
+def uncache_batches(dl, # A `DataLoader` `cache_batches` marked
+                    free:bool=False, # Also free what it cached
+                   ):
+    "Make `dl`'s batches as fastai does again; what it kept stays with its dataset for a later `cache_batches` unless `free`"
+    m = dl.__dict__.get('create_batches')
+    if getattr(m, '__func__', None) is _cached_create_batches: del dl.__dict__['create_batches']
+    if free and _cache_of(dl) is not None: del _BATCH_CACHES[dl.dataset]
+
+def clear_batch_cache(dl=None, # A `DataLoader` or `DataLoaders`; None: every loader's
+                     ):
+    "Free the batches `cache_batches` kept (for `dl`, or for every loader); a marked loader caches again on its next pass"
+    for c in (list(_BATCH_CACHES.values()) if dl is None else [_cache_of(d) for d in getattr(dl, 'loaders', [dl])]):
+        if c is not None: c.reset()
+
+def batch_cache_info(dl)->dict:
+    "What `dl`'s batch cache holds: batches, bytes, whether the last pass completed, why it is off"
+    c = _cache_of(dl)
+    if c is None: return dict(batches=0, bytes=0, full=False, off="not marked by cache_batches")
+    bs = c.batches or []
+    return dict(batches=len(bs), bytes=sum(_tensor_bytes(b) for b in bs), full=c.full, off=c.off)
