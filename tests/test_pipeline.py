@@ -3,25 +3,30 @@ pipelines on image files (the items taken without `TfmdLists.__getitem__`); a Le
 where fastperf cannot be imported."""
 import json, subprocess, sys, textwrap
 
-_WRITE = textwrap.dedent(r'''
-import json, sys, warnings
-from pathlib import Path
-warnings.filterwarnings('ignore')
-import numpy as np, torch
-from PIL import Image
-from fastai.vision.all import *
+def _folder(n:int, h:int, w:int)->str:
+    "Script lines that import what the scripts use and write `n` noisy red and blue PNGs of `h`x`w` per class and split under `sys.argv[1]`"
+    return textwrap.dedent(f'''
+    import json, sys, warnings
+    from pathlib import Path
+    warnings.filterwarnings('ignore')
+    import numpy as np, torch, PIL.Image
+    from PIL import Image
+    from fastai.vision.all import *
+    from fastperf.all import *
+    torch.set_num_threads(1)
+    root = Path(sys.argv[1])
+    rng = np.random.default_rng(0)
+    for split in ('train','valid'):
+        for c,col in (('red',(200,20,20)),('blue',(20,20,200))):
+            (root/split/c).mkdir(parents=True, exist_ok=True)
+            for i in range({n}):
+                a = np.clip(np.array(col)+rng.integers(-20, 20, ({h},{w},3)), 0, 255).astype(np.uint8)
+                Image.fromarray(a).save(root/split/c/f'{{i}}.png')
+    ''')
+
+_WRITE = _folder(6, 24, 24) + textwrap.dedent(r'''
 from torchvision.models import resnet18
-from fastperf.all import *
 from fastperf.pipeline import LeanPipeline
-torch.set_num_threads(1)
-root = Path(sys.argv[1])
-rng = np.random.default_rng(0)
-for split in ('train','valid'):
-    for c,col in (('red',(200,20,20)),('blue',(20,20,200))):
-        (root/split/c).mkdir(parents=True, exist_ok=True)
-        for i in range(6):
-            a = np.clip(np.array(col)+rng.integers(-20, 20, (24,24,3)), 0, 255).astype(np.uint8)
-            Image.fromarray(a).save(root/split/c/f'{i}.png')
 def dls():
     set_seed(0)
     db = DataBlock(blocks=(ImageBlock, CategoryBlock), get_items=get_image_files, splitter=GrandparentSplitter(),
@@ -78,24 +83,9 @@ def test_lean_batches_and_export_without_fastperf(tmp_path):
     assert abs(r['xb']-w['xb'])<=1e-3*abs(w['xb'])
     assert max(abs(a-b) for a,b in zip(r['pred'], w['pred']))<1e-5
 
-_CACHE = textwrap.dedent(r'''
-import json, sys, warnings
-from pathlib import Path
-warnings.filterwarnings('ignore')
-import numpy as np, torch, PIL.Image
-from fastai.vision.all import *
-from fastperf.all import *
+_CACHE = _folder(10, 24, 30) + textwrap.dedent(r'''
 from fastperf.data import small_cnn
 from fastperf.pipeline import batch_cache_info
-torch.set_num_threads(1)
-root = Path(sys.argv[1])
-rng = np.random.default_rng(0)
-for split in ('train','valid'):
-    for c,col in (('red',(200,20,20)),('blue',(20,20,200))):
-        (root/split/c).mkdir(parents=True, exist_ok=True)
-        for i in range(10):
-            a = np.clip(np.array(col)+rng.integers(-20, 20, (24,30,3)), 0, 255).astype(np.uint8)
-            Image.fromarray(a).save(root/split/c/f'{i}.png')
 set_seed(0)
 db = DataBlock(blocks=(ImageBlock, CategoryBlock), get_items=get_image_files, splitter=GrandparentSplitter(), get_y=parent_label,
                item_tfms=Resize(16), batch_tfms=[*aug_transforms(size=16), Normalize.from_stats(*imagenet_stats)])
