@@ -525,7 +525,7 @@ def unlean_pipelines(dls, # `DataLoaders` (or one `DataLoader`), or the list `le
         p = getattr(o, nm)
         if isinstance(p, LeanPipeline): setattr(o, nm, p._orig)
 
-# %% ../nbs/08_pipeline.ipynb #6c3053bd
+# %% ../nbs/08_pipeline.ipynb #861bc8b3
 import weakref, math
 from fastai.torch_core import apply as _apply
 from fastai.vision.augment import RandTransform, Resize, RandomResizedCrop, RandomCrop
@@ -570,6 +570,12 @@ def _cache_of(dl):
     try: return _BATCH_CACHES.get(dl.dataset)
     except TypeError: return None # a dataset that cannot be weakly referenced (a list): never cached
 
+def _first_same(dl, samps:list, b0)->bool:
+    "Whether the first item, made again alone (the random generators left as they were), equals the first item of the kept first batch `b0`"
+    with _RNGState([dl]):
+        one = dl.do_item(samps[0])
+        return one is not None and _same_tensors(dl.do_batch([one]), b0, first=True)
+
 def _cached_create_batches(self, samps):
     "fastai's `DataLoader.create_batches` for a loader `cache_batches` marked: made once, handed back as copies after (see above)"
     make = type(self).create_batches
@@ -581,11 +587,9 @@ def _cached_create_batches(self, samps):
     if c.key!=key: # the first pass under these settings: made as fastai makes it, kept from the next (a loader used once, as a `test_dl` usually is, pays nothing)
         c.key,c.batches,c.full = key,[],False
         yield from make(self, samps); return
-    if c.full and c.key==key:
-        with _RNGState([self]): one = self.do_item(samps[0])
-        if one is not None and _same_tensors(self.do_batch([one]), c.batches[0], first=True):
-            for b in c.batches: yield _copy_batch(b) # `to_device` copies nothing already on the device
-            return
+    if c.full and _first_same(self, samps, c.batches[0]):
+        for b in c.batches: yield _copy_batch(b) # `to_device` copies nothing already on the device
+        return
     c.batches,c.full,held = [],False,0
     for b in make(self, samps):
         if c.batches is not None:
@@ -596,8 +600,10 @@ def _cached_create_batches(self, samps):
         yield b
     if not c.batches: return
     with _RNGState([self]): again = next(iter(make(self, samps)), None)
-    if again is not None and _same_tensors(again, c.batches[0]): c.full = True
-    else: c.off,c.batches = "its first batch came out different when made again (a transform draws random numbers)", None
+    if again is None or not _same_tensors(again, c.batches[0]): c.off,c.batches = "its first batch came out different when made again (a transform draws random numbers)", None
+    elif not _first_same(self, samps, c.batches[0]):
+        c.off,c.batches = "its first item made alone differs from its first batch's (a `before_batch` that pads or mixes items): the check before each replay cannot be made", None
+    else: c.full = True
 
 def cache_batches(dl, # A fastai `DataLoader` (not shuffled, without workers, for the batches to be cached)
                   max_bytes:int=2**30, # The most bytes its cached batches may hold

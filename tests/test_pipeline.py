@@ -116,9 +116,9 @@ print(json.dumps(dict(counts=counts, close=close, valid=[float(a) for a in v], r
 def test_inference_loops_replay_kept_batches(tmp_path):
     "`to_fast_inference` on an image folder: the third and later loops over the validation set open one file instead of 20, with fastai's predictions; tta's augmented loops are made as fastai makes them"
     r = _run(_CACHE, str(tmp_path))
-    # made; made, kept and its first batch made again; the check's item; validate's check; tta: its two augmented loops made (Resize crops
-    # at random in the training split), its last loop (the validation split) replayed
-    assert r['counts']==[20, 20+4, 1, 1, 20+20+1], r
+    # made; made, kept, its first batch and first item made again; the check's item; validate's check; tta: its two augmented loops made
+    # (Resize crops at random in the training split), its last loop (the validation split) replayed
+    assert r['counts']==[20, 20+4+1, 1, 1, 20+20+1], r
     assert all(r['close']), r
     for a,b in zip(r['valid'], r['ref_valid']): assert abs(a-b)<1e-4, r
     assert r['tta_diff']<1e-5 and r['full'] and r['freed'], r
