@@ -64,7 +64,7 @@ def inference_settings(learn:Learner,
     if cl and not conv: cl,why_c = False,"the model has no 2D/3D convolution: channels-last does nothing for it"
     return dict(device=dev, precision=prec, channels_last=cl, why_precision=why_p, why_channels_last=why_c)
 
-# %% ../nbs/14_inference.ipynb #ee33bfc0
+# %% ../nbs/14_inference.ipynb #b9f3c7c6
 class _Prefetch(GetAttr):
     "`dl`'s batches made `depth` ahead in a background thread: the per-item transforms, collation and batch transforms of the next batches run while the model computes this one (torch releases the GIL), in the same order, so the same predictions"
     _default = 'dl'
@@ -126,7 +126,7 @@ class FastInference(Callback):
                  lean:bool=True, # Lean item and batch pipelines (`lean_pipelines`) in loops of more than one batch: the same batches, less Python per item
                  defer:bool=False, # Keep the gathered predictions, targets and loss totals on the device until the loop ends (see below)
                  defer_budget:int=2**30, # Bytes of gathered tensors the device may hold; past it they go to the host as fastai sends them
-                 cache_bytes:int=2**30, # Bytes of batches a loader without workers may keep (before its batch transforms) from its second loop on and replay in later ones (`cache_batches`); 0: made in every loop
+                 cache_bytes:int=0, # Bytes of batches a loader without workers may keep (before its batch transforms) from its second loop on and replay in later ones (`cache_batches`); 0: made in every loop
                 ): store_attr()
     def before_validate(self):
         if self.learn.fitting: return
@@ -258,7 +258,7 @@ if not getattr(_validate, '_fp_validate_im', False):
     _validate_fast._fp_validate_im = True
     Learner.validate = _validate_fast
 
-# %% ../nbs/14_inference.ipynb #670b8c7c
+# %% ../nbs/14_inference.ipynb #0758e8c9
 def _inference_workers(dev, workers)->tuple:
     "(num_workers for inference loops or None to keep the loader's, reason)"
     if workers is False: return None,"asked to keep the loader's"
@@ -278,7 +278,7 @@ def to_fast_inference(self:Learner,
                       prefetch:bool=False, # In loops without DataLoader workers, make the next batches in a background thread while the model runs (slower on a 2-core CPU, where the thread takes a core from the model)
                       lean:bool=True, # Lean item and batch pipelines in inference loops (`lean_pipelines`): the same batches, less Python per item
                       defer:bool=False, # Keep gathered predictions on the device until the loop ends (no host-device sync per batch on a GPU; see `FastInference`)
-                      cache:bool|int=True, # Let a loader without workers keep the batches it makes (before its batch transforms) from its second loop on and replay them while nothing that makes them changes (`cache_batches`): True up to 1 GiB, an int: that many bytes, False: make them every loop
+                      cache:bool|int=False, # Let a loader without workers keep the batches it makes (before its batch transforms) from its second loop on and replay them while nothing that makes them changes (`cache_batches`; for a validation set that does not change in place between calls): True up to 1 GiB, an int: that many bytes, False: make them every loop
                       verbose:bool=True, # Print what was set and why
                      ):
     "Make `get_preds`, `predict`, `validate` and `tta` run with fast inference settings; `remove_fast_inference` undoes it"
@@ -308,8 +308,9 @@ def to_fast_inference(self:Learner,
     if prefetch: lines.append("prefetch     on where the loop has no workers: the next batches are made in a thread while the model runs")
     lines.append("pipelines    " + ("lean in loops of more than one batch: transforms with nothing to do skipped, the rest dispatched with less Python (the same batches)" if lean else "fastai's (lean=False)"))
     if defer: lines.append("gathering    on the device until the loop ends (defer=True): no wait for the device per batch")
-    lines.append(f"batches      kept from a loader's second loop and replayed after, up to {cache/2**20:,.0f} MiB per loader (not shuffled, no workers, no random item transforms; the same batches)"
-                 if cache else "batches      made in every loop (cache=False)")
+    lines.append(f"batches      kept from a loader's second loop and replayed after, up to {cache/2**20:,.0f} MiB per loader (not shuffled, no workers, no random item "
+                 "transforms; edit the data in place between calls and `clear_batch_cache(learn.dls)`)"
+                 if cache else "batches      made in every loop (`cache=True` replays a validation set that does not change)")
     self.add_cb(cb); fi['cbs'].append(cb)
     if compile:
         if any(isinstance(c, Compile) for c in self.cbs): lines.append("compile      kept the Learner's Compile")
@@ -392,7 +393,7 @@ def plain_inference(model:nn.Module, # The model (put in eval mode; its memory f
     if inference_mode: _unset_inference_tensors(model)
     return preds,secs
 
-# %% ../nbs/14_inference.ipynb #289a2b42
+# %% ../nbs/14_inference.ipynb #17f8cfcd
 def _timed(f):
     t0 = time.perf_counter(); r = f(); return r,time.perf_counter()-t0
 
@@ -447,7 +448,7 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
     import copy
     rdl = dl.new(dataset=copy.copy(dl.dataset)) # its own dataset object (batches are kept per dataset): what its loops keep is not the other rows'
     def replayed():
-        learn.to_fast_inference(channels_last=s['channels_last'], precision=s['precision'], compile=compile, verbose=False)
+        learn.to_fast_inference(channels_last=s['channels_last'], precision=s['precision'], compile=compile, cache=True, verbose=False)
         try: return _timed(functools.partial(get_preds, rdl))
         finally:
             _FI_CACHED.pop(rdl.dataset, None) # its kept batches outlive `remove_fast_inference`, for the next round
@@ -474,7 +475,7 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
                                                    inference_mode=had['inference_mode'],
                                                    workers=False if had.get('workers') is None else had['workers'],
                                                    prefetch=had.get('prefetch', False), lean=had.get('lean', True), defer=had.get('defer', False),
-                                                   cache=had.get('cache', True), verbose=False)
+                                                   cache=had.get('cache', 0), verbose=False)
         kept = batch_cache_info(rdl)
         uncache_batches(rdl, free=True)
     if not kept['full']:

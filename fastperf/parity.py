@@ -360,7 +360,7 @@ def _get_preds(learn, dl):
         return learn.get_preds(dl=dl, reorder=False)[0] # in the loader's order, which is the items' (no shuffling); fastai's reorder would
         # index a loader of ready-made batches (`data='device'`, `bs=None`) by batch, not by item
 
-# %% ../nbs/16_parity.ipynb #afe319ae
+# %% ../nbs/16_parity.ipynb #078d3eaf
 def _median_spread(v):
     v = sorted(v)
     return statistics.median(v),v[0],v[-1]
@@ -476,7 +476,7 @@ def parity(config:dict=None, # From `parity_config` (default: this device's)
             checks.append(dict(pair=f"{k} vs {twin[k]}", precision=ifeats['precision'] if twin[k]==pp.name else 'fp32', steps=None,
                                max_abs_prob_diff=float((a-b).abs().max()), argmax_agree=float((a.argmax(1)==b.argmax(1)).float().mean()),
                                tol=None, ok=bool((a.argmax(1)==b.argmax(1)).float().mean()>=0.98 and (a-b).abs().max()<=0.05)))
-        notes.append(f"Inference settings: {how}" + ("; a loader over the same validation set keeps its batches from its second loop (`cache_batches`): the first timed round makes and keeps them, later rounds replay them, as repeated `get_preds`/`validate` calls on one validation set do" if how=='to_fast_inference()' else ""))
+        notes.append(f"Inference settings: {how}")
     # --- the table ----------------------------------------------------------------------------------------------
     from fastperf.bench import ratio_interval
     rows = []

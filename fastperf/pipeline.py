@@ -525,15 +525,15 @@ def unlean_pipelines(dls, # `DataLoaders` (or one `DataLoader`), or the list `le
         p = getattr(o, nm)
         if isinstance(p, LeanPipeline): setattr(o, nm, p._orig)
 
-# %% ../nbs/08_pipeline.ipynb #861bc8b3
-import weakref, math
+# %% ../nbs/08_pipeline.ipynb #f8e063c2
+import weakref, math, random
 from fastai.torch_core import apply as _apply
 from fastai.vision.augment import RandTransform, Resize, RandomResizedCrop, RandomCrop
 
 class _BatchCache:
     "The batches one loader made before its batch transforms, the key they were made under, whether the pass completed, and why caching is off"
     def __init__(self, max_bytes): self.max_bytes = max_bytes; self.reset()
-    def reset(self): self.key,self.batches,self.full,self.off = None,[],False,None
+    def reset(self): self.key,self.batches,self.full,self.off,self.busy = None,[],False,None,False
 
 _BATCH_CACHES = weakref.WeakKeyDictionary() # dataset -> the _BatchCache of the loaders over it: freed with the dataset
 
@@ -549,9 +549,16 @@ def _random_tfms(dl)->list:
     return [type(t).__name__ for p in _item_pipes(dl) for t in p.fs if isinstance(t, RandTransform) and (t.split_idx is None or t.split_idx==p.split_idx)
             and not (type(t) in _CENTERED and p.split_idx and t.p==1.)]
 
+def _items_sig(ds):
+    "The dataset's items list as a hash of its elements (file names, indices, labels; a tensor item by identity and in-place version): an item replaced in the list, or a tensor item edited in place, changes it"
+    items = getattr(ds, 'items', None)
+    if not isinstance(items, (list, tuple, L)): return id(items)
+    try: return hash(tuple((id(o), o._version) if isinstance(o, torch.Tensor) else o for o in items))
+    except TypeError: return id(items)
+
 def _cache_key(dl, samps:list)->tuple:
     ds = dl.dataset
-    return (len(ds), id(getattr(ds, 'items', None)), tuple(samps), dl.bs, dl.drop_last,
+    return (len(ds), _items_sig(ds), tuple(samps), dl.bs, dl.drop_last,
             tuple((tuple(map(id, p.fs)), p.split_idx) for p in _item_pipes(dl)), # `DataLoader.new` wraps the same transforms in new pipelines
             tuple(id(dl.__dict__.get(n)) for n in ('create_item','create_batch','do_batch','retain')))
 
@@ -570,6 +577,19 @@ def _cache_of(dl):
     try: return _BATCH_CACHES.get(dl.dataset)
     except TypeError: return None # a dataset that cannot be weakly referenced (a list): never cached
 
+def _tensor_only(b)->bool:
+    "Whether batch `b` is tensors in tuples, lists and dicts, and nothing else (so copying and comparing it see all of it)"
+    if isinstance(b, torch.Tensor): return True
+    if isinstance(b, (list,tuple)): return len(b)>0 and all(_tensor_only(o) for o in b)
+    if isinstance(b, dict): return len(b)>0 and all(_tensor_only(o) for o in b.values())
+    return False
+
+def _rng_states(): return random.getstate(),np.random.get_state(),torch.get_rng_state()
+
+def _rng_moved(a, b)->bool:
+    "Whether the Python, NumPy or torch generator moved between states `a` and `b` of `_rng_states`"
+    return a[0]!=b[0] or any(not np.array_equal(x, y) for x,y in zip(a[1], b[1])) or not torch.equal(a[2], b[2])
+
 def _first_same(dl, samps:list, b0)->bool:
     "Whether the first item, made again alone (the random generators left as they were), equals the first item of the kept first batch `b0`"
     with _RNGState([dl]):
@@ -580,9 +600,14 @@ def _cached_create_batches(self, samps):
     "fastai's `DataLoader.create_batches` for a loader `cache_batches` marked: made once, handed back as copies after (see above)"
     make = type(self).create_batches
     c,samps = _cache_of(self),list(samps)
-    if (c is None or c.off or not samps or self.shuffle or not self.indexed or self.dataset is None
-        or self.fake_l.num_workers or _random_tfms(self)):
+    if (c is None or c.off or c.busy or not samps or self.shuffle or not self.indexed or self.dataset is None
+        or self.fake_l.num_workers or _random_tfms(self)): # `busy`: a pass over the same dataset inside a pass (a callback's `one_batch`) leaves it alone
         yield from make(self, samps); return
+    c.busy = True
+    try: yield from _cached_pass(self, c, samps, make)
+    finally: c.busy = False
+
+def _cached_pass(self, c, samps, make):
     key = _cache_key(self, samps)
     if c.key!=key: # the first pass under these settings: made as fastai makes it, kept from the next (a loader used once, as a `test_dl` usually is, pays nothing)
         c.key,c.batches,c.full = key,[],False
@@ -592,6 +617,8 @@ def _cached_create_batches(self, samps):
         return
     c.batches,c.full,held = [],False,0
     for b in make(self, samps):
+        if c.batches is not None and not _tensor_only(b):
+            c.off,c.batches = f"its batches are not only tensors (a {type(b).__name__}): they could be neither copied nor compared whole", None
         if c.batches is not None:
             n = _tensor_bytes(b)
             if not c.batches and n*math.ceil(len(samps)/(self.bs or 1))>c.max_bytes or held+n>c.max_bytes:
@@ -599,11 +626,18 @@ def _cached_create_batches(self, samps):
             else: c.batches.append(_copy_batch(b)); held += n
         yield b
     if not c.batches: return
-    with _RNGState([self]): again = next(iter(make(self, samps)), None)
-    if again is None or not _same_tensors(again, c.batches[0]): c.off,c.batches = "its first batch came out different when made again (a transform draws random numbers)", None
+    with _RNGState([self]):
+        r0 = _rng_states()
+        again = next(iter(make(self, samps)), None)
+        moved = _rng_moved(r0, _rng_states())
+    if moved or again is None or not _same_tensors(again, c.batches[0]):
+        # a replay would skip random draws fastai makes (the rest of the run would differ), or give other items than fastai's
+        c.off,c.batches = "its first batch, made again, drew random numbers or came out different (a random transform runs at this split, or one that draws whether it acts)", None
     elif not _first_same(self, samps, c.batches[0]):
         c.off,c.batches = "its first item made alone differs from its first batch's (a `before_batch` that pads or mixes items): the check before each replay cannot be made", None
     else: c.full = True
+
+_cached_create_batches.__name__ = 'create_batches' # a marked loader pickles its mark as `getattr(dl, 'create_batches')`: fastai's own method when loaded, fastperf or not
 
 def cache_batches(dl, # A fastai `DataLoader` (not shuffled, without workers, for the batches to be cached)
                   max_bytes:int=2**30, # The most bytes its cached batches may hold

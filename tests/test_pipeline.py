@@ -98,7 +98,7 @@ def opens(f):
     n = opened[0]; r = f(); return opened[0]-n,r
 ref_p,ref_t = learn.get_preds(); ref_v = learn.validate()
 set_seed(3); ref_tta = learn.tta(n=2)[0]
-learn.to_fast_inference(precision='fp32', verbose=False)
+learn.to_fast_inference(precision='fp32', cache=True, verbose=False)
 counts,close = [],[]
 for _ in range(3):
     n,(p,t) = opens(learn.get_preds)
@@ -114,7 +114,7 @@ print(json.dumps(dict(counts=counts, close=close, valid=[float(a) for a in v], r
 ''')
 
 def test_inference_loops_replay_kept_batches(tmp_path):
-    "`to_fast_inference` on an image folder: the third and later loops over the validation set open one file instead of 20, with fastai's predictions; tta's augmented loops are made as fastai makes them"
+    "`to_fast_inference(cache=True)` on an image folder: the third and later loops over the validation set open one file instead of 20, with fastai's predictions; tta's augmented loops are made as fastai makes them"
     r = _run(_CACHE, str(tmp_path))
     # made; made, kept, its first batch and first item made again; the check's item; validate's check; tta: its two augmented loops made
     # (Resize crops at random in the training split), its last loop (the validation split) replayed
