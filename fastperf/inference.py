@@ -393,7 +393,7 @@ def plain_inference(model:nn.Module, # The model (put in eval mode; its memory f
     if inference_mode: _unset_inference_tensors(model)
     return preds,secs
 
-# %% ../nbs/14_inference.ipynb #17f8cfcd
+# %% ../nbs/14_inference.ipynb #4e0f697e
 def _timed(f):
     t0 = time.perf_counter(); r = f(); return r,time.perf_counter()-t0
 
@@ -441,18 +441,15 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
     def fastai_default():
         learn.remove_fast_inference(verbose=False)
         return _timed(get_preds)
-    def fastai_fast(d=dl, cache=True): # the settings are made and undone outside the clock, as the plain loop converts its model outside its own
+    def fastai_fast(d=dl, cache=False): # the settings are made and undone outside the clock, as the plain loop converts its model outside its own
         learn.to_fast_inference(channels_last=s['channels_last'], precision=s['precision'], compile=compile, cache=cache, verbose=False)
-        try: return _timed(functools.partial(get_preds, d)) # a first loop over `d` each time: `remove_fast_inference` frees what a loop kept
-        finally: learn.remove_fast_inference(verbose=False)
+        try: return _timed(functools.partial(get_preds, d))
+        finally:
+            if cache: _FI_CACHED.pop(d.dataset, None) # what `d` kept outlives `remove_fast_inference`, for the next round
+            learn.remove_fast_inference(verbose=False)
     import copy
     rdl = dl.new(dataset=copy.copy(dl.dataset)) # its own dataset object (batches are kept per dataset): what its loops keep is not the other rows'
-    def replayed():
-        learn.to_fast_inference(channels_last=s['channels_last'], precision=s['precision'], compile=compile, cache=True, verbose=False)
-        try: return _timed(functools.partial(get_preds, rdl))
-        finally:
-            _FI_CACHED.pop(rdl.dataset, None) # its kept batches outlive `remove_fast_inference`, for the next round
-            learn.remove_fast_inference(verbose=False)
+    replayed = functools.partial(fastai_fast, rdl, cache=True)
     configs = {'fastai get_preds, defaults': fastai_default,
                'fastai get_preds + to_fast_inference': fastai_fast,
                'fastai get_preds + to_fast_inference, batches replayed': replayed,

@@ -525,8 +525,8 @@ def unlean_pipelines(dls, # `DataLoaders` (or one `DataLoader`), or the list `le
         p = getattr(o, nm)
         if isinstance(p, LeanPipeline): setattr(o, nm, p._orig)
 
-# %% ../nbs/08_pipeline.ipynb #f8e063c2
-import weakref, math, random
+# %% ../nbs/08_pipeline.ipynb #48b09a1c
+import weakref, math
 from fastai.torch_core import apply as _apply
 from fastai.vision.augment import RandTransform, Resize, RandomResizedCrop, RandomCrop
 
@@ -584,11 +584,9 @@ def _tensor_only(b)->bool:
     if isinstance(b, dict): return len(b)>0 and all(_tensor_only(o) for o in b.values())
     return False
 
-def _rng_states(): return random.getstate(),np.random.get_state(),torch.get_rng_state()
-
-def _rng_moved(a, b)->bool:
-    "Whether the Python, NumPy or torch generator moved between states `a` and `b` of `_rng_states`"
-    return a[0]!=b[0] or any(not np.array_equal(x, y) for x,y in zip(a[1], b[1])) or not torch.equal(a[2], b[2])
+def _rng_moved(a:_RNGState, b:_RNGState)->bool:
+    "Whether the Python, NumPy or torch generator moved between the states `a` and `b` saved"
+    return a.py!=b.py or any(not np.array_equal(x, y) for x,y in zip(a.np, b.np)) or not torch.equal(a.cpu, b.cpu)
 
 def _first_same(dl, samps:list, b0)->bool:
     "Whether the first item, made again alone (the random generators left as they were), equals the first item of the kept first batch `b0`"
@@ -626,10 +624,9 @@ def _cached_pass(self, c, samps, make):
             else: c.batches.append(_copy_batch(b)); held += n
         yield b
     if not c.batches: return
-    with _RNGState([self]):
-        r0 = _rng_states()
+    with _RNGState([self]) as r0:
         again = next(iter(make(self, samps)), None)
-        moved = _rng_moved(r0, _rng_states())
+        moved = _rng_moved(r0, _RNGState().__enter__())
     if moved or again is None or not _same_tensors(again, c.batches[0]):
         # a replay would skip random draws fastai makes (the rest of the run would differ), or give other items than fastai's
         c.off,c.batches = "its first batch, made again, drew random numbers or came out different (a random transform runs at this split, or one that draws whether it acts)", None

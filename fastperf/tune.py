@@ -216,7 +216,7 @@ def tune_training(learn:Learner, # The Learner to tune (left as it is)
     df.attrs.update(seconds=secs, cands=cands)
     return df
 
-# %% ../nbs/15_tune.ipynb #67dcacf2
+# %% ../nbs/15_tune.ipynb #b9148199
 def infer_candidates(learn:Learner, compile:bool|None=None, budget:float=60.)->list:
     "Inference settings to time: plain fastai get_preds (None), then precision x channels-last, and compile on the best set"
     dev,conv = _learner_device(learn),has_conv(learn.model)
@@ -259,7 +259,7 @@ def tune_inference(learn:Learner, # The Learner to tune (left as it is)
     errs = {}
     def make(c):
         t = _trial_learner(learn, base)
-        if c is not None: t.to_fast_inference(verbose=False, **{'cache': False, **c}) # each candidate makes its batches, as "as is" does: the trials compare the model's settings (every candidate shares one dataset, whose kept batches would go to whichever ran second)
+        if c is not None: t.to_fast_inference(verbose=False, **c)
         return t
     with _RNGState(learn.dls), warnings.catch_warnings():
         warnings.simplefilter('ignore')
