@@ -7,12 +7,12 @@ Launch it like any DDP script; every process runs this whole file:
     python examples/ddp_train.py                                           # one process, no DDP: the same script
 
 (On a machine without GPUs, `accelerate launch --multi_gpu` still starts the processes with torchrun's launcher, and
-fastperf's patch makes fastai's `distrib_ctx` use gloo; `accelerate launch --cpu` runs one process unless accelerate is
-configured for MPI.)
+`learn.ddp_ctx()` uses gloo; `accelerate launch --cpu` runs one process unless accelerate is configured for MPI.)
 
 What happens:
-- fastai's `learn.distrib_ctx()` wraps the model in `DistributedDataParallel` and gives each process its share of every
-  epoch (`--bs` is the batch size per process). Importing `fastperf.distributed` makes that work on CPU processes too.
+- `learn.ddp_ctx()` (fastai's `distrib_ctx` with fastperf's `DDPTrainer`, which works on CPU processes too) wraps the
+  model in `DistributedDataParallel` and gives each process its share of every epoch (`--bs` is the batch size per
+  process).
 - fastperf's callbacks run in every process: `CastToTensor` and `ChannelsLast` per rank (ChannelsLast converts the model
   before DDP wraps it), `CudnnBenchmark` per process, `AutoMixedPrecision` per rank, `Compile` in place (see
   nbs/12_distributed.ipynb for where it sits relative to the DDP wrapper).
@@ -24,7 +24,7 @@ What happens:
 import argparse, json
 import torch
 from fastai.vision.all import Learner, accuracy, set_seed, rank_distrib, num_distrib
-from fastperf.distributed import all_ranks, is_rank0, params_digest, distributed_report
+from fastperf.distributed import all_ranks, is_rank0, params_digest, distributed_report # and `Learner.ddp_ctx`
 from fastperf.core import model_device
 from fastperf.data import synthetic_dls, digits_dls, small_cnn
 from fastperf.cast import CastToTensor
@@ -68,7 +68,7 @@ def main(argv=None):
     if args.data=='digits': dls = digits_dls(size=args.size, bs=args.bs)
     else: dls = synthetic_dls(n_train=args.n_train, n_valid=max(args.bs, args.n_train//8), size=args.size, bs=args.bs)
     learn = Learner(dls, small_cnn(dls.c), metrics=accuracy, cbs=get_cbs(args))
-    with learn.distrib_ctx(): # DDP under torchrun / accelerate launch; nothing in a plain `python` run
+    with learn.ddp_ctx(): # DDP under torchrun / accelerate launch; nothing in a plain `python` run
         learn.fit_one_cycle(args.epochs, args.lr)
     timer = learn.throughput_timer
     # Gathering is a collective: every rank calls these two; only rank 0 prints and writes

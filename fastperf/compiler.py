@@ -18,7 +18,8 @@ from .core import *
 from .cast import cast_to_tensor
 
 # %% auto #0
-__all__ = ['compile_kwargs', 'Compile', 'inference_mode_blockers', 'compile_benchmark']
+__all__ = ['compile_kwargs', 'Compile', 'inference_mode_blockers', 'unset_inference_tensors', 'InferenceMode',
+           'compile_benchmark']
 
 # %% ../nbs/06_compiler.ipynb #357dff3e
 _MODES = ('default', 'reduce-overhead', 'max-autotune', 'max-autotune-no-cudagraphs')
@@ -95,8 +96,8 @@ def _frame_compile_id(compile_id:str)->int:
     nums = re.findall(r'\d+', str(compile_id))
     return int(nums[-1]) if nums else 0
 
-# %% ../nbs/06_compiler.ipynb #3314960d
-class Compile(Callback):
+# %% ../nbs/06_compiler.ipynb #d9c799bf
+class Compile(RestoringCallback):
     "Compile the model in place with `torch.compile` while fastai runs it, count compiles, and fall back to eager if compiling fails"
     order = 12 # after ChannelsLast (-1), CastToTensor (9), mixed precision (10) and DDP (11): the batch it casts and explains is the one the model
                # gets, inside the autocast context, and the module it compiles is the one that runs; it changes neither, so they may come in any order
@@ -123,7 +124,7 @@ class Compile(Callback):
 
     def _nested(self)->bool:
         "Whether this event belongs to a loop run inside the fit (a `validate`/`get_preds`/`predict` a callback calls): the fit's compiled model serves it"
-        return self._active and len(self.learn.__dict__.get('_fp_loops') or [])>1
+        return self._active and len(running_loops(self.learn))>1
 
     def __getstate__(self):
         "Pickle the settings only (for `learn.export`): compiled functions stay in this process"
@@ -309,15 +310,15 @@ class Compile(Callback):
             lines.append(f"  break {i+1}: {r.reason.strip().splitlines()[0]}{loc}")
         return '\n'.join(lines)
 
-# %% ../nbs/06_compiler.ipynb #4ae4a55e
+# %% ../nbs/06_compiler.ipynb #7028ee1e
 @patch
 def explain_compile(self:Learner, **kwargs):
     "Trace one training batch as `Compile` would and report graphs, graph breaks and their reasons, without training"
     cb = Compile(explain=True, **kwargs)
-    with self.removed_cbs([c for c in self.cbs if isinstance(c, Compile)]), self.no_bar(), self.no_logging(): self.fit(1, cbs=cb)
+    with self.removed_cbs([c for c in self.cbs if isinstance(c, Compile)]), no_bar(self), self.no_logging(): self.fit(1, cbs=cb)
     return cb.explanation
 
-# %% ../nbs/06_compiler.ipynb #24c2d271
+# %% ../nbs/06_compiler.ipynb #19b7c103
 def inference_mode_blockers(learn:Learner)->list:
     "Why `learn`'s predictions must run under `no_grad` rather than `inference_mode` (an empty list: it is safe)"
     why = []
@@ -326,7 +327,7 @@ def inference_mode_blockers(learn:Learner)->list:
                    "under inference_mode cannot be used by autograd when training resumes")
     return why
 
-def _unset_inference_tensors(model:nn.Module):
+def unset_inference_tensors(model:nn.Module):
     "Replace parameters, buffers and tensors cached as plain attributes (by modules outside `torch.nn`) that a forward under inference_mode made inference tensors with normal copies"
     todo,seen = [model],set() # `model.modules()` without its generator and names: this runs after every predictor call
     for mod in todo:
@@ -341,54 +342,31 @@ def _unset_inference_tensors(model:nn.Module):
             d = mod.__dict__
             for k in [k for k,v in d.items() if isinstance(v, torch.Tensor) and v.is_inference()]: d[k] = d[k].clone()
 
-# %% ../nbs/06_compiler.ipynb #5dde28f6
-@patch
-def to_inference_mode(self:Learner, enable:bool=True):
-    "Make `get_preds` and `predict` run under `torch.inference_mode()` instead of `no_grad` (with a fall back where unsafe)"
-    self.use_inference_mode = enable
-    return self
+# %% ../nbs/06_compiler.ipynb #d282e660
+class InferenceMode(RestoringCallback):
+    "Run the batches of `get_preds`, `validate`, `predict` and `tta` under `torch.inference_mode` instead of `no_grad` (a fit's own validation keeps `no_grad`)"
+    order = -20 # leaves inference_mode in `after_validate` before fastai's callbacks there concatenate predictions (GatherPredsCallback, 0) and compute metrics (Recorder, 50)
+    def before_fit(self): self._warned = False
+    def before_validate(self):
+        if self.__dict__.get('_ctx') is not None or self.learn.fitting: return
+        why = inference_mode_blockers(self.learn)
+        if why:
+            if not self._warned: warnings.warn(f"InferenceMode: running under no_grad, not inference_mode, because {'; '.join(why)}")
+            self._warned = True; return
+        self._ctx = torch.inference_mode(); self._ctx.__enter__()
+        self.learn.on_fit_exit(self._finish)
+    def after_validate(self): self._leave()
+    def _leave(self)->bool:
+        ctx = self.__dict__.pop('_ctx', None)
+        if ctx is not None: ctx.__exit__(None, None, None)
+        return ctx is not None
+    def _finish(self):
+        "At the loop's end: a batch that raised left inference_mode entered (the grad mode outside it is the one to keep), and the model may hold inference tensors"
+        grad = torch.is_grad_enabled()
+        if self._leave(): torch.set_grad_enabled(grad)
+        unset_inference_tensors(self.learn.model)
 
-@patch
-def _do_epoch_validate(self:Learner, ds_idx=1, dl=None):
-    "fastai's `_do_epoch_validate`; inside a `get_preds` that asked for `inference_mode`, the batches run under it and the loop's end under `no_grad`"
-    if dl is None: dl = self.dls[ds_idx]
-    self.dl = dl
-    # `after_validate` (where fastai concatenates what it gathered and the Recorder computes its metrics) runs outside inference_mode:
-    # made there from the batches' inference tensors, what `get_preds` and `validate` return are normal tensors a user can change in place or use in autograd
-    with torch.no_grad(): self._with_events(self._inference_batches if getattr(self, '_fp_infer', False) else self.all_batches, 'validate', CancelValidException)
-
-@patch
-def _inference_batches(self:Learner):
-    "fastai's `all_batches` under `inference_mode`"
-    with torch.inference_mode(): self.all_batches()
-
-# %% ../nbs/06_compiler.ipynb #d2562176
-_AUTOGRAD_ERRORS = ('nference tensor', 'does not require grad') # what autograd says when inference_mode was not safe
-
-_get_preds = getattr(Learner.get_preds, '_fp_orig', Learner.get_preds)
-@functools.wraps(_get_preds)
-def _get_preds_fast(self, *args, **kwargs):
-    if not getattr(self, 'use_inference_mode', False) or getattr(self, '_fp_infer', False): return _get_preds(self, *args, **kwargs)
-    why = inference_mode_blockers(self)
-    if why:
-        warnings.warn(f"get_preds: running under no_grad, not inference_mode, because {'; '.join(why)}")
-        return _get_preds(self, *args, **kwargs)
-    try:
-        self._fp_infer = True
-        try: return _get_preds(self, *args, **kwargs)
-        except RuntimeError as e:
-            if not any(o in str(e) for o in _AUTOGRAD_ERRORS): raise
-            self._fp_infer = False
-            warnings.warn(f"get_preds: inference_mode failed ({_reason(e)}); running again under no_grad. "
-                          "Use `learn.to_inference_mode(False)` for this Learner.")
-            return _get_preds(self, *args, **kwargs)
-    finally:
-        self._fp_infer = False
-        _unset_inference_tensors(self.model)
-_get_preds_fast._fp_orig = _get_preds
-Learner.get_preds = _get_preds_fast
-
-# %% ../nbs/06_compiler.ipynb #8cc7db01
+# %% ../nbs/06_compiler.ipynb #c17c3d09
 def compile_benchmark(modes=('eager', 'default'), # 'eager' (no Compile) and inductor modes to compare
                       nf:int=4, # Filters of `small_cnn`'s first block
                       size:int=16, # Image size
@@ -418,7 +396,7 @@ def _compile_benchmark(modes, nf, size, bs, n_train, steps, device, backend, cac
         dls = synthetic_dls(n_train=n_train, n_valid=4*bs, size=size, bs=bs, device=device)
         cb = None if mode=='eager' else Compile(mode=mode, backend=backend)
         learn = Learner(dls, small_cnn(nf=nf), loss_func=CrossEntropyLossFlat(), cbs=cb)
-        with learn.no_bar(), learn.no_logging(), cache_ctx(): # cold: an empty inductor cache directory and in-memory caches per mode
+        with no_bar(learn), learn.no_logging(), cache_ctx(): # cold: an empty inductor cache directory and in-memory caches per mode
             learn.fit(1, 1e-3)
             loss,secs = learn.recorder.values[-1][:2],[]
             secs.append(cb.compile_seconds if cb else 0.)
@@ -426,10 +404,10 @@ def _compile_benchmark(modes, nf, size, bs, n_train, steps, device, backend, cac
             secs.append(cb.compile_seconds if cb else 0.)
             row = dict(mode=mode, compile_s=0., train_img_s=r['samples_per_sec'], train_loss=loss[0], valid_loss=loss[1])
             for name,inf in (('no_grad',False), ('inference_mode',True)):
-                learn.to_inference_mode(inf)
-                learn.get_preds() # warm-up: compiles the graph for this grad mode
+                im = [InferenceMode()] if inf else []
+                learn.get_preds(cbs=im) # warm-up: compiles the graph for this grad mode
                 secs.append(cb.compile_seconds if cb else 0.)
-                t = time.perf_counter(); learn.get_preds(); dt = time.perf_counter()-t
+                t = time.perf_counter(); learn.get_preds(cbs=im); dt = time.perf_counter()-t
                 row[f'infer_img_s_{name}'] = len(dls.valid_ds)/dt
             row['compile_s'],row['failed'] = sum(secs),(cb.failed if cb else None)
         rows.append(row)

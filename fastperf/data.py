@@ -99,7 +99,7 @@ def small_cnn(n_out:int=10, # Classes
     return nn.Sequential(ConvLayer(c_in, nf, stride=2), ConvLayer(nf, nf*2, stride=2), ConvLayer(nf*2, nf*4, stride=2),
                          nn.AdaptiveAvgPool2d(1), Flatten(), nn.Linear(nf*4, n_out))
 
-# %% ../nbs/01_data.ipynb #3bf56ae3
+# %% ../nbs/01_data.ipynb #230db286
 def digits_accuracy(cbs=None, # Callbacks to train with (the features under test)
                     epochs:int=5, # Epochs of one-cycle training
                     lr:float=1e-2, # Peak learning rate
@@ -111,12 +111,13 @@ def digits_accuracy(cbs=None, # Callbacks to train with (the features under test
     if epochs<1: raise ValueError(f"digits_accuracy: epochs must be >= 1 (the accuracy is measured after training), got {epochs}")
     from fastai.learner import Learner
     from fastai.metrics import accuracy
-    import fastai.callback.schedule, fastai.callback.progress # `fit_one_cycle`, `no_bar`
+    import fastai.callback.schedule # `fit_one_cycle`
+    from fastperf.core import no_bar
     from fastai.torch_core import set_seed
     set_seed(seed, reproducible=True)
     dls = ifnone(dls, digits_dls())
     learn = Learner(dls, ifnone(model, small_cnn(dls.c)), metrics=accuracy, cbs=cbs)
-    with learn.no_bar(), learn.no_logging(): learn.fit_one_cycle(epochs, lr)
+    with no_bar(learn), learn.no_logging(): learn.fit_one_cycle(epochs, lr)
     return float(learn.recorder.values[-1][2])
 
 # %% ../nbs/01_data.ipynb #fdb256e6

@@ -5,9 +5,14 @@ import numpy as np, pandas as pd, pytest
 from scipy import stats
 from fastperf.bench import bench, bench_columns, ratio_interval, distinguishable, format_table, summary, compare_runs, _add_speedups, _rotation
 
+
+def _default_sigint():
+    "In the child: SIGINT's default disposition, which a shell's background job ignores (Python then installs no KeyboardInterrupt handler)"
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 def _cmd():
     exe = shutil.which('fastperf-bench')
-    return [exe] if exe else [sys.executable, '-c', 'from fastperf.bench import main; main()']
+    return [exe] if exe else [sys.executable, '-c', 'from fastperf.cli import bench; bench()']
 
 def run_cli(*args, cwd=None, env=None):
     "The installed command with stdout and stderr to pipes (not a terminal), as in CI or `> log`"
@@ -207,7 +212,8 @@ def test_interrupt(tmp_path):
     "Ctrl-C: the workers stop, one line says what was saved, exit code 130; the same command again resumes"
     out = tmp_path/'int'
     args = ['--models', 'small_cnn', 'tiny_vit', '--features', 'none', *TINY, '--out', out, '--no-plots']
-    p = subprocess.Popen(_cmd() + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(_cmd() + [str(a) for a in args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_default_sigint)
     try:
         for l in p.stdout:  # small_cnn's group finishes and is saved, then tiny_vit's workers start
             if l.startswith('tiny_vit train'): break
@@ -259,3 +265,9 @@ def test_nproc_scaling(tmp_path):
     assert p.returncode==0, p.stderr[-3000:]
     df2 = pd.read_csv(out/'results.csv')
     assert len(df2)==2 and (df2.global_samples_per_sec.fillna(-1)==df.global_samples_per_sec.fillna(-1)).all()
+
+def test_first_line_is_the_tools_own():
+    "No deprecation warning from importing fastai (its `torch.jit.script` decorators) opens the command's output"
+    for exe in ('fastperf-bench', 'fastperf-parity'):
+        p = subprocess.run([shutil.which(exe), '--help'], capture_output=True, text=True, timeout=300)
+        assert p.returncode==0 and 'Warning' not in p.stderr and p.stdout.startswith('usage:'), (exe, p.stderr[-2000:])

@@ -60,7 +60,7 @@ def test_ddp_two_cpu_processes(tmp_path):
     # no callback attribute shadows one of the Learner's (the timer's device once did: `learn.device` is DDP's under DDP)
     assert 'shadowing an attribute' not in err, err[-3000:]
     feats = ' '.join(rep['features'])
-    assert all(f in feats for f in ('cast.CastToTensor', 'ChannelsLast', 'AutoMixedPrecision', 'DistributedTrainer')), feats
+    assert all(f in feats for f in ('cast.CastToTensor', 'ChannelsLast', 'AutoMixedPrecision', 'distributed.DDPTrainer')), feats
 
 def test_same_script_single_process(tmp_path):
     "Without a launcher the same script trains in one process, with no DDP"
@@ -71,7 +71,7 @@ def test_same_script_single_process(tmp_path):
     assert math.isclose(rep['summary']['samples_per_sec'], ranks[0]['samples_per_sec'])
 
 def test_ddp_without_accelerate():
-    "Importing fastperf.distributed works without accelerate; asking for DDP then says what to install"
+    "Importing fastperf.distributed works without accelerate and adds no stand-in for fastai's names; asking for DDP then says what to install"
     code = """
 import sys; sys.modules['accelerate'] = None  # as if accelerate were not installed
 import fastperf.all                             # importing fastperf works without it
@@ -79,15 +79,35 @@ import fastperf.distributed as d
 from fastai.learner import Learner
 from fastai.data.core import DataLoaders
 from torch import nn
+print('FASTAI_NAMES', [n for n in ('distrib_ctx', 'to_distributed', 'detach_distributed') if hasattr(Learner, n)])
 learn = Learner(DataLoaders([], []), nn.Linear(1, 1), loss_func=nn.MSELoss())
-for f in (learn.distrib_ctx, learn.to_distributed, lambda: d.run_distributed('fastperf.distributed:synthetic_learner')):
+def ctx():
+    with learn.ddp_ctx(): pass
+for f in (ctx, lambda: d.DDPTrainer(), lambda: d.DDPDL(learn.dls.train), lambda: d.run_distributed('fastperf.distributed:synthetic_learner')):
     try: f(); print('no error')
     except ImportError as e: print('ImportError:', e)
 """
     out = _run([sys.executable, '-c', code], timeout=120)
+    assert 'FASTAI_NAMES []' in out, out # fastai.distributed cannot be imported without accelerate, and fastperf adds none of its names
     lines = [l for l in out.splitlines() if l.startswith(('ImportError', 'no error'))]
-    assert len(lines)==3, out
+    assert len(lines)==4, out
     assert all(l.startswith('ImportError:') and "pip install 'fastperf[distributed]'" in l for l in lines), out
+
+def test_import_changes_nothing_in_fastai():
+    "Importing fastperf.distributed leaves fastai's DistributedTrainer, DistributedDL and distrib_ctx as they are, and registers no atexit hook"
+    code = """
+import atexit
+import fastai.distributed as fd
+from fastai.learner import Learner
+snap = lambda: ({c.__name__:dict(vars(c)) for c in (fd.DistributedTrainer, fd.DistributedDL)},
+                {n:vars(Learner)[n] for n in ('distrib_ctx', 'to_distributed', 'detach_distributed')}, atexit._ncallbacks())
+before = snap()
+import fastperf.distributed
+after = snap()
+print('SAME', before==after, 'DDP_CTX', 'ddp_ctx' in vars(Learner))
+"""
+    out = _run([sys.executable, '-c', code], timeout=120)
+    assert 'SAME True DDP_CTX True' in out, out
 
 USER_SCRIPT = """
 import atexit, sys, torch
@@ -96,20 +116,22 @@ atexit.register(lambda: print(f'PG_AT_EXIT rank={rank} alive={torch.distributed.
 from fastai.vision.all import *
 from fastperf.all import *
 from fastperf.data import synthetic_dls, small_cnn
+from fastperf.distributed import DDPTrainer # made on first use, not by `fastperf.all`
 rank = rank_distrib()
 dls = synthetic_dls(n_train=64, n_valid=32, size=16, bs=16)
 learn = Learner(dls, small_cnn(dls.c), metrics=accuracy, cbs=[CastToTensor(), ChannelsLast(), ThroughputTimer(warmup=1)])
-with learn.no_bar(), learn.distrib_ctx(): learn.fit(1)     # as a user writes it: no teardown of its own
-print(f'TRAINED rank={rank} iters={learn.train_iter}', flush=True)
+with learn.no_bar(), learn.ddp_ctx(): learn.fit(1)         # as a user writes it: no teardown of its own
+print(f'TRAINED rank={rank} iters={learn.train_iter} left={[type(cb).__name__ for cb in learn.cbs if isinstance(cb, DDPTrainer)]}', flush=True)
 """
 
 def test_ddp_exit_is_clean(tmp_path):
-    "A user's torchrun script with `distrib_ctx` and no teardown of its own exits 0 on every rank, 10 runs in a row (it aborted ~1 run in 12)"
+    "A user's torchrun script with `ddp_ctx` and no teardown of its own exits 0 on every rank, 10 runs in a row (it aborted ~1 run in 12)"
     script = tmp_path/'train.py'
     script.write_text(USER_SCRIPT)
     for i in range(10):
         out = _run([sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node', '2', '--master_port', str(_free_port()), str(script)], timeout=120)
         # (the ranks share stdout, so a line of one can start in the middle of the other's: search, not startswith)
-        assert sorted(re.findall(r'TRAINED rank=\d iters=\d+', out))==['TRAINED rank=0 iters=2', 'TRAINED rank=1 iters=2'], (i, out)
+        # both ranks trained (half of the 4 batches each), and `ddp_ctx` removed its trainer when it exited
+        assert sorted(re.findall(r'TRAINED rank=\d iters=\d+ left=\[.*?\]', out))==['TRAINED rank=0 iters=2 left=[]', 'TRAINED rank=1 iters=2 left=[]'], (i, out)
         # fastperf destroyed the process group before the interpreter's finalization (its gloo threads aborted the process there)
         assert sorted(re.findall(r'PG_AT_EXIT rank=\d alive=(?:True|False)', out))==['PG_AT_EXIT rank=0 alive=False', 'PG_AT_EXIT rank=1 alive=False'], (i, out)

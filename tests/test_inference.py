@@ -167,7 +167,7 @@ with learn.no_bar(), learn.no_logging():
     learn.to_fast_inference(channels_last=True, precision='fp32', verbose=False)
     p = learn.get_preds()[0]; res['predict'] = float((learn.predict(3)[2]-learn.predictor()(3)[2]).abs().max())
     learn.export('e.pkl'); l2 = load_learner(learn.path/'e.pkl'); res['loaded_predict'] = list(l2.predict(3)[2].shape)
-    learn.remove_fast_inference(verbose=False); learn.undo_fastperf(verbose=False); learn.fit(1)
+    learn.undo_fast_inference(verbose=False); learn.undo_fastperf(verbose=False); learn.fit(1)
 res['cl_error'] = learn.channels_last.error if getattr(learn, 'channels_last', None) else None
 print('RESULT ' + json.dumps(res))
 ''')

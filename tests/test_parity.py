@@ -2,6 +2,11 @@
 import json, signal, subprocess, sys, time
 import pandas as pd, pytest
 
+
+def _default_sigint():
+    "In the child: SIGINT's default disposition, which a shell's background job ignores (Python then installs no KeyboardInterrupt handler)"
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
 def _run(tmp_path, *args):
     out = tmp_path/'par'
     cmd = [sys.executable, '-c', 'import sys; from fastperf.parity import main; sys.exit(main())',
@@ -55,7 +60,8 @@ def test_interrupt_is_one_line(tmp_path):
     out = tmp_path/'par'
     cmd = [sys.executable, '-u', '-c', 'import sys; from fastperf.parity import main; sys.exit(main())',
            '--device', 'cpu', '--quick', '--no-lightning', '--rounds', '50', '--out', str(out), '--threads', '1']
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_default_sigint)
     first = p.stdout.readline() # the machine line: the run has started
     assert first, p.stderr.read()
     time.sleep(3); p.send_signal(signal.SIGINT)

@@ -48,7 +48,10 @@ TfmdLists.__getitem__ = counted
 lean.valid.do_item(0); n_lean = len(calls); plain.valid.do_item(0)
 TfmdLists.__getitem__ = _getitem
 xb = lean.valid.one_batch()[0]
+from fastai.data.load import DataLoader
+fastai_own = DataLoader.__dict__['create_item'].__code__.co_filename.endswith('data/load.py') # fastai's class keeps its own
 print(json.dumps(dict(same=same, n_wrapped=len(wrapped), tl_calls=[n_lean, len(calls)-n_lean], lean_type=type(lean.train.after_item).__name__,
+                      own_item=['create_item' in dl.__dict__ for dl in lean.loaders], fastai_own=fastai_own,
                       pred=learn.predict(root/'valid'/'red'/'0.png')[2].tolist(), xb=xb.sum().item())))
 ''')
 
@@ -63,7 +66,9 @@ learn = load_learner(root/'lean.pkl')
 import pickle
 dls = pickle.loads((root/'dls.pkl').read_bytes())
 types = sorted({type(p).__module__ for dl in dls.loaders for p in (dl.after_item, dl.before_batch, dl.after_batch, *[tl.tfms for tl in dl.dataset.tls])})
+from fastai.data.load import DataLoader
 print(json.dumps(dict(pred=learn.predict(root/'valid'/'red'/'0.png')[2].tolist(), modules=types, xb=dls.valid.one_batch()[0].sum().item(),
+                      fastai_item=[getattr(dl.create_item, '__func__', None) is DataLoader.create_item for dl in dls.loaders],
                       fastperf_loaded=any(m.startswith('fastperf') for m in sys.modules if sys.modules[m] is not None))))
 ''')
 
@@ -76,10 +81,12 @@ def test_lean_batches_and_export_without_fastperf(tmp_path):
     w = _run(_WRITE, str(tmp_path))
     assert w['same'], "lean pipelines changed a batch"
     assert w['n_wrapped']>=6 and w['lean_type']=='LeanPipeline'
+    assert w['own_item']==[True, True] and w['fastai_own'] # the lean `create_item` is the loaders' own attribute, not fastai's class's
     assert w['tl_calls']==[0, 2] # the lean loader takes the image and label items directly; fastai's indexes both TfmdLists
     r = _run(_LOAD, str(tmp_path))
     assert not r['fastperf_loaded']
     assert r['modules']==['fasttransform.transform'] # the pickled lean pipelines come back as fastai's own Pipeline
+    assert r['fastai_item']==[True, True] # and the loaders' lean `create_item` as fastai's own method
     assert abs(r['xb']-w['xb'])<=1e-3*abs(w['xb'])
     assert max(abs(a-b) for a,b in zip(r['pred'], w['pred']))<1e-5
 
@@ -108,7 +115,7 @@ counts.append(n)
 set_seed(3); n,(tta,_) = opens(lambda: learn.tta(n=2))
 counts.append(n)
 full = batch_cache_info(dls.valid)['full']
-learn.remove_fast_inference(verbose=False)
+learn.undo_fast_inference(verbose=False)
 print(json.dumps(dict(counts=counts, close=close, valid=[float(a) for a in v], ref_valid=[float(a) for a in ref_v],
                       tta_diff=float((tta-ref_tta).abs().max()), full=full, freed=batch_cache_info(dls.valid)['batches']==0)))
 ''')
@@ -122,3 +129,20 @@ def test_inference_loops_replay_kept_batches(tmp_path):
     assert all(r['close']), r
     for a,b in zip(r['valid'], r['ref_valid']): assert abs(a-b)<1e-4, r
     assert r['tta_diff']<1e-5 and r['full'] and r['freed'], r
+
+_IMPORT = textwrap.dedent(r'''
+import json, warnings
+warnings.filterwarnings('ignore')
+import fastai.data.load as L, fastai.data.core as C
+def fns(): return (L.DataLoader.__dict__['create_item'], C.DataLoaders.__dict__['test_dl'], L.to_device)
+a = fns()
+import fastperf.pipeline
+b = fns()
+print(json.dumps(dict(same=[x is y for x,y in zip(a, b)], files=[f.__code__.co_filename.split('site-packages/')[-1] for f in b])))
+''')
+
+def test_import_leaves_fastai_alone():
+    "Importing `fastperf.pipeline` replaces none of fastai's `DataLoader.create_item`, `DataLoaders.test_dl`, `fastai.data.load.to_device`"
+    r = _run(_IMPORT)
+    assert r['same']==[True, True, True], r
+    assert r['files']==['fastai/data/load.py', 'fastai/data/core.py', 'fastai/torch_core.py'], r

@@ -22,7 +22,7 @@ CONFIGS = ['plain', 'all', 'to_fastperf', 'cast', 'channelslast', 'cudnn', 'amp'
 RUN = [c for c in CONFIGS if c in os.environ['FASTPERF_WORKFLOWS'].split(',')] if os.environ.get('FASTPERF_WORKFLOWS') else CONFIGS
 XFAIL = {} # config -> reason, for bugs in modules this suite's authors do not own (none open now)
 
-def write_images(root, n_train=20, n_valid=10, size=32, seed=0):
+def write_images(root, n_train=30, n_valid=10, size=32, seed=0):
     "3 colour classes of noisy images with a random distractor patch, half PNG and half JPEG"
     rng = np.random.default_rng(seed)
     cols = dict(red=(200,40,40), green=(40,180,40), blue=(40,40,200))

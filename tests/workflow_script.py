@@ -284,7 +284,7 @@ def tasks_session(cfg, data, work, res):
         fp,ft = learn.get_preds()
         fo = learn.predict(files[0])
         po = learn.predictor()(files[0])
-        learn.remove_fast_inference(); learn.undo_fastperf()
+        learn.undo_fast_inference(); learn.undo_fastperf()
         rp,rt = learn.get_preds()
         ro = learn.predict(files[0])
         same_state({k:v for k,v in state.items() if k not in ('cbs', 'fit_exit', 'smooth_loss')}, learn, f'{task} inference')

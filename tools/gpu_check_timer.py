@@ -12,12 +12,12 @@ from pathlib import Path
 
 def timer_check(make_learn, steps, warmup, pairs, **timer_kw):
     import pandas as pd
-    from fastperf.core import measure_fit
+    from fastperf.core import measure_fit, no_bar
     from fastperf.timer import ThroughputTimer
     plain,timed = make_learn([]),make_learn([ThroughputTimer(warmup=warmup, **timer_kw)])
     agree,cost,sps0,sps1 = [],[],[],[]
     def run(l):
-        with l.no_bar(), l.no_logging(), warnings.catch_warnings():
+        with no_bar(l), l.no_logging(), warnings.catch_warnings():
             warnings.simplefilter('ignore')
             return measure_fit(l, steps=steps, warmup=warmup)
     for i in range(pairs):

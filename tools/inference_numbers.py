@@ -12,5 +12,5 @@ with pd.option_context('display.width', 200, 'display.max_columns', 20):
     print(inference_parity(learn, rounds=9))
     learn.to_fast_inference(verbose=False)
     print(predict_latency(learn, 5, n=30))
-    learn.remove_fast_inference(verbose=False)
+    learn.undo_fast_inference(verbose=False)
     print(predict_latency(learn, 5, n=30))
