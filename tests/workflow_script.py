@@ -287,7 +287,8 @@ def tasks_session(cfg, data, work, res):
         learn.undo_fast_inference(); learn.undo_fastperf()
         rp,rt = learn.get_preds()
         ro = learn.predict(files[0])
-        same_state({k:v for k,v in state.items() if k not in ('cbs', 'fit_exit', 'smooth_loss')}, learn, f'{task} inference')
+        same_state({k:v for k,v in state.items() if k not in ('cbs', 'fit_exit', 'smooth_loss', 'call_one')}, learn, f'{task} inference')
+        assert '_call_one' not in learn.__dict__ and 'to_detach' not in learn.__dict__, f'{task}: undo_fastperf left the fast dispatch on' # to_fastperf's, taken back
         assert fp.shape==rp.shape and torch.equal(ft, rt), (task, fp.shape, rp.shape, ft[:3], rt[:3])
         err = float((fp-rp).abs().max())
         assert err<0.1, (task, err) # probabilities / coordinates in [-1, 1]
