@@ -38,7 +38,7 @@ def write_images(root, n_train=30, n_valid=10, size=32, seed=0):
 
 def _run(cfg, data, work):
     work.mkdir(parents=True, exist_ok=True)
-    p = subprocess.run([sys.executable, str(SCRIPT), cfg, str(data), str(work)], capture_output=True, text=True, timeout=900, cwd=work)
+    p = subprocess.run([sys.executable, str(SCRIPT), cfg, str(data), str(work)], capture_output=True, text=True, timeout=1800, cwd=work)
     lines = [l for l in p.stdout.splitlines() if l.startswith('RESULT ')]
     return dict(rc=p.returncode, res=json.loads(lines[-1][7:]) if lines else None,
                 log=f"exit {p.returncode}\n--- stdout\n{p.stdout[-3000:]}\n--- stderr\n{p.stderr[-5000:]}")
