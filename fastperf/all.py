@@ -7,9 +7,11 @@ Docs: https://fastperf.github.io/fastperf/all.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../nbs/99_all.ipynb #d2408fcc
+# %% ../nbs/99_all.ipynb #bf1f6093
 import importlib
 from .core import *
+from .measure.clock import *
+from .rules import *
 from .data import *
 from .cast import *
 from .channelslast import *
@@ -22,12 +24,12 @@ from .optim import *
 from .profile import *
 from .recommend import *
 from .distributed import *
-from .bench import *
+from .measure.bench import *
 from .inference import *
 from .tune import *
-from .parity import *
+from .measure.parity import *
 
-# %% ../nbs/99_all.ipynb #eac146a0
-_modules = 'core data cast channelslast cudnn precision compiler timer pipeline optim profile recommend distributed bench inference tune parity'.split()
+# %% ../nbs/99_all.ipynb #2db89d04
+_modules = 'core rules data cast channelslast cudnn precision compiler timer pipeline optim profile recommend distributed measure.clock measure.bench inference tune measure.parity'.split()
 __all__ = [name for mod in _modules for name in importlib.import_module(f'fastperf.{mod}').__all__ if name!='main']
 del main # the entry points of `fastperf-bench` and `fastperf-parity` stay in their modules

@@ -161,7 +161,7 @@ class _PlainBatch(fastai.data.transforms.DisplayedTransform):
     order = 100
     def encodes(self, x:Tensor)->Tensor: return x.as_subclass(Tensor) # the annotation stops fastai re-wrapping the output
 
-# %% ../nbs/02_cast.ipynb #3208a248
+# %% ../nbs/02_cast.ipynb #129ae6c7
 def cast_benchmark(arch=None, # Model factory taking `num_classes` (default: torchvision's resnet18)
                    size:int=64, # Image size
                    bs:int=32, # Batch size
@@ -173,7 +173,8 @@ def cast_benchmark(arch=None, # Model factory taking `num_classes` (default: tor
     "img/s of a fastai fit with and without casting subclasses, in NCHW and channels-last, as a DataFrame"
     import pandas as pd, statistics
     from fastai.torch_core import default_device
-    from fastperf.core import measure_fit, env_info
+    from fastperf.core import env_info
+    from fastperf.measure.clock import measure_fit
     from fastperf.data import synthetic_dls
     from fastprogress.fastprogress import progress_bar
     if arch is None:

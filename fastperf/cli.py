@@ -7,7 +7,7 @@ Docs: https://fastperf.github.io/fastperf/cli.html.md"""
 # %% auto #0
 __all__ = ['bench', 'parity']
 
-# %% ../nbs/17_cli.ipynb #65224154
+# %% ../nbs/17_cli.ipynb #7b1df30f
 import warnings
 
 def _quiet_fastai_import():
@@ -17,11 +17,11 @@ def _quiet_fastai_import():
 def bench():
     "The `fastperf-bench` command"
     _quiet_fastai_import()
-    from fastperf.bench import main
+    from fastperf.measure.bench import main
     return main()
 
 def parity():
     "The `fastperf-parity` command"
     _quiet_fastai_import()
-    from fastperf.parity import main
+    from fastperf.measure.parity import main
     return main()

@@ -15,9 +15,9 @@ from fastai.learner import Learner
 from .core import model_device, running_loops, RestoringCallback # (and `Learner.mark_warmup`)
 
 # %% auto #0
-__all__ = ['CudnnBenchmark']
+__all__ = ['tf32_matmul', 'CudnnBenchmark']
 
-# %% ../nbs/04_cudnn.ipynb #36fbed07
+# %% ../nbs/04_cudnn.ipynb #cd2b0d40
 _b = torch.backends
 
 def _fp32_objs():
@@ -29,7 +29,7 @@ def _read(get):
     try: return get()
     except RuntimeError: return None # torch refuses a legacy read where the new API set a state the legacy value cannot express
 
-def _tf32_matmul()->bool:
+def tf32_matmul()->bool:
     "Whether CUDA float32 matmuls run in TF32, read with the legacy flag or, where torch refuses that read, the new one"
     v = _read(lambda: _b.cuda.matmul.allow_tf32)
     return v if v is not None else _b.cuda.matmul.fp32_precision=='tf32'

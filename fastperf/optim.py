@@ -15,21 +15,21 @@ from fastai.optimizer import _BaseOptimizer, Adam, SGD
 from fastai.learner import Learner
 
 # %% auto #0
-__all__ = ['TorchOptimizer', 'fast_opt']
+__all__ = ['fused_ok', 'is_torch_opt', 'TorchOptimizer', 'fast_opt', 'fastai_opt_kind']
 
-# %% ../nbs/09_optim.ipynb #9a3b3b15
+# %% ../nbs/09_optim.ipynb #e8ec38ae
 _KINDS = {('adam',True): torch.optim.AdamW, ('adam',False): torch.optim.Adam, ('sgd',True): torch.optim.SGD, ('sgd',False): torch.optim.SGD}
 _DEFAULTS = {'adam': dict(mom=0.9, sqr_mom=0.99, eps=1e-5, wd=0.01), 'sgd': dict(mom=0., wd=0.)}
 _STATS = {'adam': (('exp_avg','grad_avg'), ('exp_avg_sq','sqr_avg')), 'sgd': (('momentum_buffer','grad_avg'),)} # torch's name, fastai's name of each moving average
 _IMPLS = ('auto','fused','foreach','for')
 
-def _fused_ok(params):
+def fused_ok(params):
     from torch.optim.optimizer import _get_fused_kernels_supported_devices
     devs = _get_fused_kernels_supported_devices()
     return all(p.device.type in devs and p.is_floating_point() for p in params)
 
-# %% ../nbs/09_optim.ipynb #db7a42bc
-def _is_torch_opt(f)->bool:
+# %% ../nbs/09_optim.ipynb #32d5490c
+def is_torch_opt(f)->bool:
     "Whether the `opt_func` `f` makes a `TorchOptimizer` (by name: a notebook run in the same process defines the class again)"
     return isinstance(f, functools.partial) and getattr(f.func, '__name__', None)=='TorchOptimizer'
 
@@ -73,7 +73,7 @@ class TorchOptimizer(_BaseOptimizer):
                 ps = [p for p in pg if self.state[p].get('do_wd', True)==flag]
                 if ps: groups.append({'params': ps, **self._torch_hypers(self.hypers[i], flag)}); self._gmap.append((i,flag))
         allp = [p for pg in self.param_lists for p in pg]
-        impl = ('fused' if _fused_ok(allp) else 'foreach') if self.impl=='auto' else self.impl
+        impl = ('fused' if fused_ok(allp) else 'foreach') if self.impl=='auto' else self.impl
         kw = {'fused': dict(fused=True), 'foreach': dict(foreach=True), 'for': dict(foreach=False)}[impl]
         old = self.opt.state if self.opt is not None else None
         self.opt = _KINDS[self.kind,self.decouple_wd](groups, **kw)
@@ -176,8 +176,8 @@ def fast_opt(kind:str='adam', # 'adam' (fastai's `Adam`) or 'sgd' (fastai's `SGD
     _check_opt_args(kind, impl, hypers, 'fast_opt') # here, not at the first fit
     return functools.partial(TorchOptimizer, kind=kind, impl=impl, decouple_wd=decouple_wd, **hypers)
 
-# %% ../nbs/09_optim.ipynb #6a05baaa
-def _fastai_kind(opt_func):
+# %% ../nbs/09_optim.ipynb #e3d14988
+def fastai_opt_kind(opt_func):
     f,kw = opt_func,{}
     while isinstance(f, functools.partial): kw,f = {**f.keywords, **kw},f.func
     kind = {Adam:'adam', SGD:'sgd'}.get(f)
@@ -187,14 +187,14 @@ def _fastai_kind(opt_func):
     hp.update({k:v for k,v in kw.items() if k!='lr'})
     return kind,hp
 
-# %% ../nbs/09_optim.ipynb #83924686
+# %% ../nbs/09_optim.ipynb #6d709700
 @patch
 def to_fused_opt(self:Learner,
                  impl:str='auto', # 'fused', 'foreach', 'for' or 'auto'
                 ):
     "Swap the learner's fastai `Adam`/`SGD` for `TorchOptimizer` with the same hyper-parameters and moving averages"
-    if _is_torch_opt(self.opt_func): return self
-    kind,hp = _fastai_kind(self.opt_func)
+    if is_torch_opt(self.opt_func): return self
+    kind,hp = fastai_opt_kind(self.opt_func)
     decouple = hp.pop('decouple_wd', True)
     # fastai's `create_opt` takes the learning rate of a `partial(Adam, lr=...)` (its own keywords, not a nested partial's): so does the swap's
     lr = self.opt_func.keywords.get('lr') if isinstance(self.opt_func, functools.partial) else None

@@ -18,23 +18,7 @@ from fastai.torch_core import to_float
 from .core import model_device, running_loops, RestoringCallback, fastai_instances, set_learner_method, unset_learner_method
 
 # %% auto #0
-__all__ = ['cpu_has_bf16', 'AutoMixedPrecision', 'mixed_precision_cbs', 'cb_precision']
-
-# %% ../nbs/05_precision.ipynb #f1ad428e
-def cpu_has_bf16()->bool:
-    "Whether this CPU has native bf16 arithmetic (avx512_bf16 or AMX-BF16), which makes bf16 autocast fast on CPU"
-    try:
-        with open('/proc/cpuinfo') as f:
-            for l in f:
-                if l.startswith('flags'): return bool({'avx512_bf16', 'amx_bf16'} & set(l.split(':',1)[1].split()))
-    except OSError: pass
-    return False
-
-def _rule_precision(dev, conv)->str:
-    "The precision the rules pick: bf16/fp16 autocast on CUDA, bf16 on a CPU with bf16 arithmetic for conv models, else fp32"
-    if dev.type=='cuda': return 'bf16' if torch.cuda.is_bf16_supported() else 'fp16'
-    if dev.type=='cpu' and cpu_has_bf16() and conv: return 'bf16'
-    return 'fp32'
+__all__ = ['AutoMixedPrecision', 'mixed_precision_cbs', 'cb_precision']
 
 # %% ../nbs/05_precision.ipynb #9cf14fd5
 @delegates(GradScaler)

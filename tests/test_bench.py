@@ -3,7 +3,8 @@ import os, re, sys, json, math, time, signal, shutil, subprocess
 from pathlib import Path
 import numpy as np, pandas as pd, pytest
 from scipy import stats
-from fastperf.bench import bench, bench_columns, ratio_interval, distinguishable, format_table, summary, compare_runs, _add_speedups, _rotation
+from fastperf.measure.bench import bench, bench_columns, format_table, summary, compare_runs, _add_speedups
+from fastperf.measure.clock import ratio_interval, distinguishable, rotated
 
 
 def _default_sigint():
@@ -87,7 +88,7 @@ def test_compare_runs():
 
 def test_rotation():
     slots = [f"s{i}" for i in range(6)]
-    orders = [_rotation(slots, r, 3) for r in range(3)]
+    orders = [rotated(slots, r, stride=len(slots)//3) for r in range(3)]
     assert all(sorted(o)==slots for o in orders)
     assert [o[0] for o in orders]==['s0','s2','s4']
 
@@ -161,7 +162,7 @@ BAD = [['--models','resnet19'], ['--models','nosuchpkg.mod:fn'], ['--steps','-1'
          ['--device','mps'], ['--device','xpu'])]]  # no mps or xpu on the machines these tests run on
 
 def test_bad_arguments_exit_2(tmp_path, capsys):
-    from fastperf.bench import main
+    from fastperf.measure.bench import main
     for args in BAD:
         out = tmp_path/'never'
         with pytest.raises(SystemExit) as e: main(args + ['--out', str(out)])
@@ -175,7 +176,7 @@ def test_bad_arguments_exit_2(tmp_path, capsys):
 
 def test_out_not_a_folder(tmp_path, capsys):
     "An --out that is a file (or cannot be made) is an error line before the sweep, not a traceback after the workers started"
-    from fastperf.bench import main
+    from fastperf.measure.bench import main
     f = tmp_path/'a_file'; f.write_text('x')
     with pytest.raises(SystemExit) as e: main(['--quick', '--out', str(f)])
     assert e.value.code==2
@@ -183,7 +184,7 @@ def test_out_not_a_folder(tmp_path, capsys):
 
 def test_out_not_writable(tmp_path, capsys):
     "An --out folder that exists but where the results cannot be written: an error line before measuring, not an OSError after"
-    from fastperf.bench import main
+    from fastperf.measure.bench import main
     bad = tmp_path/'bad'; (bad/'results.csv').mkdir(parents=True)  # results.csv cannot be written, not even by root
     outs = [bad, Path('/sys')]  # sysfs: no new files, not even for root (chmod would not stop root)
     if os.geteuid()!=0: ro = tmp_path/'ro'; ro.mkdir(); ro.chmod(0o555); outs.append(ro)

@@ -9,7 +9,7 @@ def _default_sigint():
 
 def _run(tmp_path, *args):
     out = tmp_path/'par'
-    cmd = [sys.executable, '-c', 'import sys; from fastperf.parity import main; sys.exit(main())',
+    cmd = [sys.executable, '-c', 'import sys; from fastperf.measure.parity import main; sys.exit(main())',
            '--device', 'cpu', '--quick', '--out', str(out), '--threads', '1', *args]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=240)
     return r,out
@@ -45,7 +45,7 @@ PBAD = [['--steps','0'], ['--bs','-1'], ['--arch','nosuchnet'], ['--device','tpu
 
 def test_bad_arguments_exit_2(tmp_path, capsys):
     "Bad input is one error line and exit code 2 before anything runs (not a traceback, not after the whole run)"
-    from fastperf.parity import main
+    from fastperf.measure.parity import main
     f = tmp_path/'a_file'; f.write_text('x')
     for args in PBAD + [['--out', str(f)]]:
         out = tmp_path/'never'
@@ -58,7 +58,7 @@ def test_bad_arguments_exit_2(tmp_path, capsys):
 def test_interrupt_is_one_line(tmp_path):
     "Ctrl-C during a run: one line on stderr that says nothing was written, exit code 130, no traceback"
     out = tmp_path/'par'
-    cmd = [sys.executable, '-u', '-c', 'import sys; from fastperf.parity import main; sys.exit(main())',
+    cmd = [sys.executable, '-u', '-c', 'import sys; from fastperf.measure.parity import main; sys.exit(main())',
            '--device', 'cpu', '--quick', '--no-lightning', '--rounds', '50', '--out', str(out), '--threads', '1']
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=_default_sigint)

@@ -1,4 +1,4 @@
-"""`lean_pipelines` and the batches inference loops keep (`cache_batches`) as users meet them, with the installed package in fresh processes: the same batches as fastai's own
+"""`lean_pipelines` as users meet them, with the installed package in fresh processes: the same batches as fastai's own
 pipelines on image files (the items taken without `TfmdLists.__getitem__`); a Learner exported with lean pipelines, and the lean DataLoaders pickled whole, load and work
 where fastperf cannot be imported."""
 import json, subprocess, sys, textwrap
@@ -89,46 +89,6 @@ def test_lean_batches_and_export_without_fastperf(tmp_path):
     assert r['fastai_item']==[True, True] # and the loaders' lean `create_item` as fastai's own method
     assert abs(r['xb']-w['xb'])<=1e-3*abs(w['xb'])
     assert max(abs(a-b) for a,b in zip(r['pred'], w['pred']))<1e-5
-
-_CACHE = _folder(10, 24, 30) + textwrap.dedent(r'''
-from fastperf.data import small_cnn
-from fastperf.pipeline import batch_cache_info
-set_seed(0)
-db = DataBlock(blocks=(ImageBlock, CategoryBlock), get_items=get_image_files, splitter=GrandparentSplitter(), get_y=parent_label,
-               item_tfms=Resize(16), batch_tfms=[*aug_transforms(size=16), Normalize.from_stats(*imagenet_stats)])
-dls = db.dataloaders(root, bs=4, num_workers=0)
-learn = Learner(dls, small_cnn(), loss_func=CrossEntropyLossFlat(), metrics=accuracy)
-opened,_open = [0],PIL.Image.open
-def counted(*a, **k): opened[0] += 1; return _open(*a, **k)
-PIL.Image.open = counted # fastai's `load_image` opens each image file through it
-def opens(f):
-    n = opened[0]; r = f(); return opened[0]-n,r
-ref_p,ref_t = learn.get_preds(); ref_v = learn.validate()
-set_seed(3); ref_tta = learn.tta(n=2)[0]
-learn.to_fast_inference(precision='fp32', cache=True, verbose=False)
-counts,close = [],[]
-for _ in range(3):
-    n,(p,t) = opens(learn.get_preds)
-    counts.append(n); close.append(bool(torch.allclose(p, ref_p, atol=1e-5) and torch.equal(t, ref_t)))
-n,v = opens(learn.validate)
-counts.append(n)
-set_seed(3); n,(tta,_) = opens(lambda: learn.tta(n=2))
-counts.append(n)
-full = batch_cache_info(dls.valid)['full']
-learn.undo_fast_inference(verbose=False)
-print(json.dumps(dict(counts=counts, close=close, valid=[float(a) for a in v], ref_valid=[float(a) for a in ref_v],
-                      tta_diff=float((tta-ref_tta).abs().max()), full=full, freed=batch_cache_info(dls.valid)['batches']==0)))
-''')
-
-def test_inference_loops_replay_kept_batches(tmp_path):
-    "`to_fast_inference(cache=True)` on an image folder: the third and later loops over the validation set open one file instead of 20, with fastai's predictions; tta's augmented loops are made as fastai makes them"
-    r = _run(_CACHE, str(tmp_path))
-    # made; made, kept, its first batch and first item made again; the check's item; validate's check; tta: its two augmented loops made
-    # (Resize crops at random in the training split), its last loop (the validation split) replayed
-    assert r['counts']==[20, 20+4+1, 1, 1, 20+20+1], r
-    assert all(r['close']), r
-    for a,b in zip(r['valid'], r['ref_valid']): assert abs(a-b)<1e-4, r
-    assert r['tta_diff']<1e-5 and r['full'] and r['freed'], r
 
 _IMPORT = textwrap.dedent(r'''
 import json, warnings

@@ -42,7 +42,7 @@ def snapshot(distributed:bool)->dict:
 
 def fastperf_modules()->list:
     import fastperf
-    return ['fastperf.all'] + [f'fastperf.{m.name}' for m in pkgutil.iter_modules(fastperf.__path__) if not m.name.startswith('_')]
+    return ['fastperf.all'] + [m.name for m in pkgutil.walk_packages(fastperf.__path__, 'fastperf.') if not m.name.rsplit('.', 1)[-1].startswith('_')]
 
 def main(argv=None)->int:
     p = argparse.ArgumentParser(description=__doc__.split('\n')[0])

@@ -64,7 +64,8 @@ def undefined_names(src:str, namespace, filename:str='<module>')->list:
 def _import(path:Path):
     "Import the module at `path`: as `fastperf.x` if it is in this package (so relative imports work), else from its file"
     path = path.resolve()
-    if path.parent==ROOT/'fastperf': return importlib.import_module(f'fastperf.{path.stem}')
+    pkg = ROOT/'fastperf'
+    if path.is_relative_to(pkg): return importlib.import_module('.'.join(('fastperf',)+path.relative_to(pkg).with_suffix('').parts))
     spec = importlib.util.spec_from_file_location(path.stem, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[path.stem] = mod
@@ -84,7 +85,7 @@ def check(paths)->list:
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    paths = argv or sorted(p for p in (ROOT/'fastperf').glob('*.py') if p.name!='_modidx.py')
+    paths = argv or sorted(p for p in (ROOT/'fastperf').rglob('*.py') if p.name not in ('_modidx.py', '__init__.py') and '__pycache__' not in p.parts)
     errs = check(paths)
     for e in errs: print(e)
     print(f"check_names: {len(paths)} module(s), {len(errs)} undefined name(s)")

@@ -24,8 +24,8 @@ CPU_ARGS = dict(parity='--device cpu --quick --threads 2 --rounds 1 --loss-steps
                 timer='--device cpu --pairs 1 --steps 4 --warmup 1')
 WHEEL_PLATFORMS = ['manylinux_2_28_x86_64', 'manylinux_2_17_x86_64', 'manylinux2014_x86_64'] # as ../shared/device/wheels.sh
 PY = sys.executable
-PARITY_CMD = [PY, '-c', 'import sys; from fastperf.parity import main; sys.exit(main())']
-BENCH_CMD = [PY, '-c', 'import sys; from fastperf.bench import main; sys.exit(main())']
+PARITY_CMD = [PY, '-c', 'import sys; from fastperf.measure.parity import main; sys.exit(main())']
+BENCH_CMD = [PY, '-c', 'import sys; from fastperf.measure.bench import main; sys.exit(main())']
 
 def cuda_notebooks(nbs_dir=REPO/'nbs')->list:
     "Notebooks with at least one code cell tagged `#| cuda`"

@@ -12,7 +12,8 @@ from pathlib import Path
 
 def timer_check(make_learn, steps, warmup, pairs, **timer_kw):
     import pandas as pd
-    from fastperf.core import measure_fit, no_bar
+    from fastperf.core import no_bar
+    from fastperf.measure.clock import measure_fit
     from fastperf.timer import ThroughputTimer
     plain,timed = make_learn([]),make_learn([ThroughputTimer(warmup=warmup, **timer_kw)])
     agree,cost,sps0,sps1 = [],[],[],[]

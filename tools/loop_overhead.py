@@ -5,8 +5,9 @@ import time, torch, statistics, warnings
 warnings.simplefilter('ignore')
 from fastai.vision.all import *
 from fastperf.all import *
-from fastperf.parity import *
-from fastperf.core import measure_fit, rotated, no_bar
+from fastperf.measure.parity import *
+from fastperf.core import no_bar
+from fastperf.measure.clock import measure_fit, rotated
 bs=32; nb=32
 x,y = synth_images(bs+nb*bs, 64)
 class Tiny(nn.Module):

@@ -1,0 +1,1 @@
+"""Measuring fastperf: the one clock, runner and statistic (`clock`), the benchmarks (`bench`, `parity`)."""
