@@ -326,7 +326,7 @@ def plain_inference(model:nn.Module, # The model (put in eval mode; its memory f
     if inference_mode: unset_inference_tensors(model)
     return preds,secs
 
-# %% ../nbs/14_inference.ipynb #6a33b7cf
+# %% ../nbs/14_inference.ipynb #e4dae4cb
 def _timed(f):
     t0 = time.perf_counter(); r = f(); return r,time.perf_counter()-t0
 
@@ -356,7 +356,6 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
                     ):
     "img/s of fastai's `get_preds` (defaults, and with `to_fast_inference`) and of plain PyTorch loops (fp32, and with the same features), interleaved"
     import pandas as pd
-    from fastprogress.fastprogress import progress_bar
     for nm,v,ok,want in (('n_items', n_items, n_items is None or (isinstance(n_items, int) and n_items>=1), 'None or an int >= 1'),
                          ('rounds', rounds, isinstance(rounds, int) and rounds>=1, 'an int >= 1'), ('bs', bs, bs is None or (isinstance(bs, int) and bs>=1), 'None or an int >= 1')):
         if not ok: raise ValueError(f"inference_parity: {nm} must be {want}, got {v!r}")
