@@ -15,7 +15,7 @@ What happens:
   process).
 - fastperf's callbacks run in every process: `CastToTensor` and `ChannelsLast` per rank (ChannelsLast converts the model
   before DDP wraps it), `CudnnBenchmark` per process, `AutoMixedPrecision` per rank, `Compile` in place (see
-  nbs/12_distributed.ipynb for where it sits relative to the DDP wrapper).
+  nbs/13_distributed.ipynb for where it sits relative to the DDP wrapper).
 - `ThroughputTimer` times each rank's steps by phase and gathers every rank's numbers at the end of each epoch (one
   all_gather): the `samples/s` column of the training table is the global one, the sum over ranks.
 - Only rank 0 prints and writes the report (`--report`: every rank calls `timer.save`, which writes on rank 0 only, with
@@ -26,7 +26,7 @@ import torch
 from fastai.vision.all import Learner, accuracy, set_seed, rank_distrib, num_distrib
 from fastperf.distributed import all_ranks, is_rank0, params_digest, distributed_report # and `Learner.ddp_ctx`
 from fastperf.core import model_device
-from fastperf.data import synthetic_dls, digits_dls, small_cnn
+from fastperf.measure.data import synthetic_dls, digits_dls, small_cnn
 from fastperf.cast import CastToTensor
 from fastperf.channelslast import ChannelsLast
 from fastperf.timer import ThroughputTimer

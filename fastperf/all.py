@@ -1,4 +1,4 @@
-"""`from fastperf.all import *` brings in every public name of fastperf (import it after fastai's, so `CastToTensor` is fastperf's).
+"""`from fastperf.all import *` brings in what a training or inference script writes (import it after fastai's, so `CastToTensor` and `ChannelsLast` are fastperf's).
 
 Docs: https://fastperf.github.io/fastperf/all.html.md"""
 
@@ -7,29 +7,25 @@ Docs: https://fastperf.github.io/fastperf/all.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../nbs/99_all.ipynb #bf1f6093
-import importlib
-from .core import *
-from .measure.clock import *
-from .rules import *
-from .data import *
-from .cast import *
-from .channelslast import *
-from .cudnn import *
-from .precision import *
-from .compiler import *
-from .timer import *
-from .pipeline import *
-from .optim import *
-from .profile import *
-from .recommend import *
-from .distributed import *
-from .measure.bench import *
-from .inference import *
-from .tune import *
-from .measure.parity import *
+# %% ../nbs/99_all.ipynb #96858a4e
+import fastperf.core # `Learner.on_fit_exit`, `mark_warmup`, `pop_warmup`, `fitting`
+from .cast import CastToTensor, cast_to_tensor
+from .channelslast import ChannelsLast
+from .cudnn import CudnnBenchmark
+from .precision import AutoMixedPrecision
+from .compiler import Compile, InferenceMode
+from .timer import ThroughputTimer, combine_reports, straggler
+from .pipeline import TuneWorkers, tune_workers, ram_cache, uint8_batches, lean_pipelines, unlean_pipelines, h2d_bytes
+from .optim import fast_opt
+from .profile import SyncDebug, Profiler, NoSyncLoss, count_syncs
+from .recommend import recommended_cbs
+from .distributed import distributed_report, is_rank0
+from .inference import FastInference, Predictor
+import fastperf.tune # `Learner.tune_fastperf`
 
-# %% ../nbs/99_all.ipynb #2db89d04
-_modules = 'core rules data cast channelslast cudnn precision compiler timer pipeline optim profile recommend distributed measure.clock measure.bench inference tune measure.parity'.split()
-__all__ = [name for mod in _modules for name in importlib.import_module(f'fastperf.{mod}').__all__ if name!='main']
-del main # the entry points of `fastperf-bench` and `fastperf-parity` stay in their modules
+# %% ../nbs/99_all.ipynb #066c6bc6
+__all__ = ['CastToTensor', 'ChannelsLast', 'CudnnBenchmark', 'AutoMixedPrecision', 'Compile', 'NoSyncLoss', 'TuneWorkers',
+           'ThroughputTimer', 'SyncDebug', 'Profiler', 'count_syncs', 'h2d_bytes', 'recommended_cbs',
+           'InferenceMode', 'FastInference', 'Predictor',
+           'ram_cache', 'uint8_batches', 'lean_pipelines', 'unlean_pipelines', 'tune_workers', 'cast_to_tensor',
+           'fast_opt', 'distributed_report', 'is_rank0', 'combine_reports', 'straggler']

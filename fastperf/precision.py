@@ -110,15 +110,3 @@ def cb_precision(cb)->str|None:
 def _to_fp32(learn:Learner):
     "fastai's `Learner.to_fp32` for a Learner with fastperf's `AutoMixedPrecision`: every mixed precision callback taken off"
     return learn.remove_cbs(mixed_precision_cbs(learn))
-
-# %% ../nbs/05_precision.ipynb #a1d26cb0
-@patch
-@delegates(GradScaler)
-def to_amp(self:Learner,
-           precision:str='bf16', # 'bf16' or 'fp16'
-           **kwargs # Passed to `GradScaler`
-          ):
-    "Train `self` with mixed precision on its own device, replacing any `MixedPrecision` already there"
-    new = AutoMixedPrecision(precision, **kwargs) # a bad argument fails before the Learner's own mixed precision is taken off
-    self.remove_cbs(mixed_precision_cbs(self))
-    return self.add_cb(new)

@@ -238,7 +238,7 @@ def test_interrupt(tmp_path):
 
 DDP_MODELS = '''
 import os
-from fastperf.data import small_cnn
+from fastperf.measure.data import small_cnn
 def ddp_broken():
     "Builds in one process, fails in a DDP process"
     if int(os.environ.get('WORLD_SIZE', '1'))>1: raise RuntimeError("forced DDP failure")

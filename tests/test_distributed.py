@@ -76,6 +76,7 @@ def test_ddp_without_accelerate():
 import sys; sys.modules['accelerate'] = None  # as if accelerate were not installed
 import fastperf.all                             # importing fastperf works without it
 import fastperf.distributed as d
+import fastperf.measure.distributed as md
 from fastai.learner import Learner
 from fastai.data.core import DataLoaders
 from torch import nn
@@ -83,7 +84,7 @@ print('FASTAI_NAMES', [n for n in ('distrib_ctx', 'to_distributed', 'detach_dist
 learn = Learner(DataLoaders([], []), nn.Linear(1, 1), loss_func=nn.MSELoss())
 def ctx():
     with learn.ddp_ctx(): pass
-for f in (ctx, lambda: d.DDPTrainer(), lambda: d.DDPDL(learn.dls.train), lambda: d.run_distributed('fastperf.distributed:synthetic_learner')):
+for f in (ctx, lambda: d.DDPTrainer(), lambda: d.DDPDL(learn.dls.train), lambda: md.run_distributed('fastperf.measure.distributed:synthetic_learner')):
     try: f(); print('no error')
     except ImportError as e: print('ImportError:', e)
 """
@@ -115,7 +116,7 @@ import atexit, sys, torch
 atexit.register(lambda: print(f'PG_AT_EXIT rank={rank} alive={torch.distributed.is_initialized()}', flush=True))
 from fastai.vision.all import *
 from fastperf.all import *
-from fastperf.data import synthetic_dls, small_cnn
+from fastperf.measure.data import synthetic_dls, small_cnn
 from fastperf.distributed import DDPTrainer # made on first use, not by `fastperf.all`
 rank = rank_distrib()
 dls = synthetic_dls(n_train=64, n_valid=32, size=16, bs=16)

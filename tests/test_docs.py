@@ -5,7 +5,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = {'index.html': ['fastperf', 'Quick start', 'fastperf-bench'],
-         'cast.html': ['CastToTensor', 'cast_to_tensor', 'plain Tensor batches', 'vs_plain_tensor']}
+         'cast.html': ['CastToTensor', 'cast_to_tensor', 'tensor subclass'],
+         'measure_features.html': ['cast_benchmark', 'compile_benchmark']}
 
 def _chromium():
     return next((p for p in map(shutil.which, ('chromium', 'chromium-browser', 'google-chrome')) if p), None)
@@ -23,7 +24,7 @@ def test_pages_built(site):
     for page,words in PAGES.items():
         text = (site/page).read_text()
         for w in words: assert w in text, f"{w!r} not in {page}"
-    assert 'data:image/png' in (site/'data.html').read_text(), "the data page lost its plots"
+    assert 'data:image/png' in (site/'measure_data.html').read_text(), "the synthetic-data page lost its plots"
     for page in names:  # training tables as a terminal leaves them: no progress-bar redraws, no fastprogress markers
         assert '█' not in (site/page).read_text(), f"progress-bar text on {page}"
     assert 'epoch     train_loss' in (site/'index.html').read_text()

@@ -23,7 +23,7 @@ def test_cpu_mode_end_to_end(tmp_path):
     js = json.loads((out/'summary.json').read_text())
     st = {s['step']:s['status'] for s in js['steps']}
     assert js['mode']=='cpu' and st=={'env':'ok', 'install':'ok', 'parity':'ok', 'timer':'ok', 'bench':'ok', 'notebooks':'skipped', 'workflows':'skipped'}
-    assert '16_parity.ipynb' in js['cuda_notebooks'] and '07_timer.ipynb' in js['cuda_notebooks']
+    assert '26_parity.ipynb' in js['cuda_notebooks'] and '09_timer.ipynb' in js['cuda_notebooks']
     md = (out/'summary.md').read_text()
     assert 'CPU mode: GPU steps skipped' in md and 'Skipped or replaced (no GPU)' in md and 'no wheels in' in md
     assert '| train | fastai + to_fastperf() |' in md and 'ok fastai defaults vs plain PyTorch (fp32)' in md and 'perf_counter' in md

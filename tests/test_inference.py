@@ -12,6 +12,8 @@ import torch
 from fastai.vision.all import *
 from fastperf.all import *
 from fastperf.compiler import Compile
+from fastperf.measure.data import synthetic_dls, small_cnn
+from fastperf.measure.inference import get_preds_breakdown
 import fastperf.inference # Learner.to_fast_inference, predictor
 torch.set_num_threads(1)
 names = sys.argv[1].split(',')
@@ -113,6 +115,7 @@ def test_empty_test_set_says_so():
     import warnings; warnings.filterwarnings('ignore')
     from fastai.vision.all import *
     from fastperf.all import *
+    from fastperf.measure.data import synthetic_dls, small_cnn
     learn = Learner(synthetic_dls(n_train=16, n_valid=8, size=16, bs=4, device='cpu'), small_cnn(nf=4), loss_func=CrossEntropyLossFlat())
     print('FASTAI_TEST_DL', DataLoaders.test_dl.__code__.co_filename.endswith('fastai/data/core.py'))
     try: learn.predictor().predict_many([]); print('NO ERROR')
@@ -154,6 +157,7 @@ warnings.filterwarnings('ignore')
 import torch
 from fastai.vision.all import *
 from fastperf.all import *
+from fastperf.measure.data import synthetic_dls, small_cnn
 torch.set_num_threads(1)
 def learner():
     set_seed(0)

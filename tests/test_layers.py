@@ -26,6 +26,7 @@ def test_planted_faults_are_reported(tmp_path):
     with open(pkg/'cudnn.py', 'a') as f: f.write("\ndef _t():\n    from .measure.bench import bench\n")  # a runtime module importing a benchmark
     with open(pkg/'optim.py', 'a') as f: f.write("\nimport fastperf.core\nx = fastperf.core._RESTORING\n")  # a private attribute read
     with open(pkg/'measure'/'parity.py', 'a') as f: f.write("\nfrom ..core import _exit_depth as e2\n")  # a relative import from a subpackage
+    with open(pkg/'channelslast.py', 'a') as f: f.write("\nfrom .timer import ThroughputTimer\n")  # a module from a later notebook
     rc,out = _check(pkg)
     assert rc==1, out
     assert "cast.py" in out and "private name '_exit_depth' imported from fastperf.core" in out, out
@@ -33,3 +34,4 @@ def test_planted_faults_are_reported(tmp_path):
     assert "runtime module cudnn imports the measuring module measure.bench" in out, out
     assert "private name '_RESTORING' read from fastperf.core" in out, out
     assert "parity.py" in out and out.count("private name '_exit_depth' imported from fastperf.core")==2, out
+    assert "channelslast (03_channelslast.ipynb) imports timer, whose notebook 09_timer.ipynb comes later" in out, out

@@ -5,7 +5,7 @@ SCRIPT = r'''
 import sys, json, torch
 from fastai.vision.all import *
 import fastperf.tune as ft
-from fastperf.data import synthetic_dls, small_cnn
+from fastperf.measure.data import synthetic_dls, small_cnn
 if sys.argv[2]=='no-trials': # the second process: any trial is a failure
     def _fail(*a, **k): raise AssertionError("trials ran although the decision was cached")
     ft.tune_training = ft.tune_inference = _fail

@@ -2,7 +2,7 @@
 must exist where they stand, and every `torch.`/module attribute chain they use must resolve.
 
     python tools/check_cuda_cells.py                   # every notebook with such cells
-    python tools/check_cuda_cells.py nbs/07_timer.ipynb
+    python tools/check_cuda_cells.py nbs/09_timer.ipynb
 
 Each notebook's other cells run as `nbdev-test` runs them (same skipping, in one IPython shell, from nbs/); at each
 skipped cell its free names are looked up in the shell's namespace (names the skipped cells before it define count

@@ -10,9 +10,11 @@ hides a circle until the function runs). Read from the source with `ast`, nothin
   - circles: a cycle in the graph module -> fastperf modules it imports (`fastperf.all` and `fastperf.cli`, which only
     gather and dispatch, are left out of the graph);
   - layers: the runtime modules (everything outside `fastperf.measure`, and `fastperf.measure.clock`, the one clock, runner and
-    statistic that the tuner times its candidates with) import nothing else of `fastperf.measure` (benchmarks, reference loops).
+    statistic that the tuner times its candidates with) import nothing else of `fastperf.measure` (benchmarks, reference loops);
+  - notebook order: no module imports a module whose notebook comes later in `nbs/` (read from the `File to edit:` line
+    nbdev-export writes at the top of each module), so the notebooks read, and run, front to back.
 Exits 1 with one line per finding; prints `check_layers: N modules, 0 findings` when there is none."""
-import ast, sys
+import ast, re, sys
 from pathlib import Path
 
 SHARED = {'measure.clock'} # the one clock, runner and statistic: the tuner (runtime) times its candidates with it
@@ -109,7 +111,16 @@ def check(pkg_dir)->list:
         if measuring(m): continue
         for w,l in sorted(e):
             if measuring(w): findings.append(f"{mods[m]}:{l}: runtime module {m} imports the measuring module {w}")
+    nb = {m:_notebook(p) for m,p in mods.items()}
+    for m,e in sorted(g.items()):
+        for w,l in sorted(e):
+            if nb.get(m) and nb.get(w) and nb[w]>nb[m]: findings.append(f"{mods[m]}:{l}: {m} ({nb[m]}) imports {w}, whose notebook {nb[w]} comes later")
     return findings
+
+def _notebook(p:Path)->str|None:
+    "The notebook nbdev-export generated module `p` from, if it says"
+    m = re.search(r'File to edit: \.\./(?:\.\./)*nbs/(\S+?\.ipynb)', p.read_text()[:2000])
+    return m and m.group(1)
 
 if __name__=='__main__':
     pkg_dir = Path(sys.argv[1]) if len(sys.argv)>1 else Path(__file__).resolve().parents[1]/'fastperf'

@@ -5,7 +5,7 @@
 Pairs of fits with and without the timer alternate (the one that goes first alternates too), so drifting load hits both
 alike; the outside clock is fastperf's `measure_fit` (the device synchronized at both ends of its window, samples counted
 by itself). Per pair: timer samples/s over the outside clock's (agreement), and with-timer over without-timer samples/s
-(overhead). The method is `timer_bench` of nbs/07_timer.ipynb (not exported, so written out here). On CUDA the timer
+(overhead). The method is `timer_bench` of nbs/09_timer.ipynb (not exported, so written out here). On CUDA the timer
 reads CUDA events (its default) and, for comparison, `sync=True`. Writes OUTDIR/timer.csv and prints the table."""
 import argparse, statistics, sys, warnings
 from pathlib import Path
@@ -41,7 +41,7 @@ def main(argv=None):
     import torch, pandas as pd
     from fastai.learner import Learner
     from fastai.losses import CrossEntropyLossFlat
-    from fastperf.data import synthetic_dls, small_cnn
+    from fastperf.measure.data import synthetic_dls, small_cnn
     from fastperf.core import device_name
     dev = torch.device(a.device or ('cuda' if torch.cuda.is_available() else 'cpu'))
     rows = {}

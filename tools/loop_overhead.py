@@ -6,6 +6,9 @@ warnings.simplefilter('ignore')
 from fastai.vision.all import *
 from fastperf.all import *
 from fastperf.measure.parity import *
+from fastperf.measure.data import synth_images, fastai_dls
+from fastperf.measure.reference import PlainLoop, tensor_batches
+import fastperf.recommend, fastperf.inference # Learner.to_fastperf, Learner.to_fast_inference
 from fastperf.core import no_bar
 from fastperf.measure.clock import measure_fit, rotated
 bs=32; nb=32
@@ -22,9 +25,9 @@ for lean in (False, True):
 lu,dv = L['get_preds, to_fast_inference(lean=True)']
 L['get_preds, to_fast_inference(lean=True), unlabeled'] = (lu, vd.test_dl(dv.items, bs=bs)) # the same items without their labels
 feats = learner_features(L['fit, to_fastperf(lean=True)'])
-P = PlainLoop(Tiny(), x, y, bs, precision=feats['precision'], channels_last=feats['channels_last'])
+P = PlainLoop(Tiny(), tensor_batches(x, y, bs), precision=feats['precision'], channels_last=feats['channels_last'])
 lf = L['get_preds, to_fast_inference(lean=True)'][0]
-PP = PlainPredict(Tiny(), x[bs:], bs, precision=lf._fast_inference['precision'], channels_last=lf._fast_inference['channels_last'])
+PP = PlainLoop(Tiny(), tensor_batches(x[bs:], y[bs:], bs, shuffle=False), precision=lf._fast_inference['precision'], channels_last=lf._fast_inference['channels_last'], train=False, grad_mode='inference_mode')
 from fastperf.core import set_fast_dispatch, LearnerMethod
 for k in ('fit, to_fastperf(lean=True)', 'get_preds, to_fast_inference(lean=True)'): L[k.replace('=True)', '=True), fastai dispatch')] = L[k]
 def run(k):
@@ -38,7 +41,7 @@ def run(k):
 def _run(k):
     v = L.get(k)
     if k=='plain fit': return 1000*bs/P.measure(steps=30, warmup=3)['samples_per_sec']
-    if k=='plain eval': t=time.perf_counter(); PP.predict(); return 1000*(time.perf_counter()-t)/nb
+    if k=='plain eval': t=time.perf_counter(); PP.predict(nb, act=partial(torch.softmax, dim=-1)); return 1000*(time.perf_counter()-t)/nb
     if isinstance(v, tuple):
         l,dl = v
         with no_bar(l): t=time.perf_counter(); l.get_preds(dl=dl); return 1000*(time.perf_counter()-t)/nb
