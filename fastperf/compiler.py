@@ -95,7 +95,16 @@ def _frame_compile_id(compile_id:str)->int:
     nums = re.findall(r'\d+', str(compile_id))
     return int(nums[-1]) if nums else 0
 
-# %% ../nbs/06_compiler.ipynb #2729e8ea
+# %% ../nbs/06_compiler.ipynb #33aad5a8
+def _module_call(module:nn.Module):
+    "A function that calls `module` (its `_call_impl`: hooks and `forward`): what `Compile` compiles for it"
+    # Not `nn.Module.compile`, which compiles the bound `_call_impl` itself: torch 2.11 gives that frame no graph when the
+    # module's `forward` lives in torch's own files (`nn.Sequential`, `nn.Linear`; pytorch issue 150915, fixed in a later
+    # torch), so a fastai model compiled nothing there. A function of ours as the top frame is traced on every torch.
+    def call(*args, **kwargs): return module._call_impl(*args, **kwargs)
+    return call
+
+# %% ../nbs/06_compiler.ipynb #5dd23723
 class Compile(RestoringCallback):
     "Compile the model in place with `torch.compile` while fastai runs it, count compiles, and fall back to eager if compiling fails"
     order = 12 # after ChannelsLast (-1), CastToTensor (9), mixed precision (10) and DDP (11): the batch it casts and explains is the one the model
@@ -188,11 +197,8 @@ class Compile(RestoringCallback):
         return call
 
     def _install(self, module:nn.Module):
-        "Compile `module` in place (`nn.Module.compile` sets its `_compiled_call_impl`) for the fit"
-        def make():
-            old = module._compiled_call_impl
-            try: module.compile(**self.kwargs); return _CompiledCall(module._compiled_call_impl, module._call_impl, self._fail, self.cast)
-            finally: module._compiled_call_impl = old
+        "Compile `module` in place (its `_compiled_call_impl`, as `nn.Module.compile` sets it) for the fit"
+        make = lambda: _CompiledCall(torch.compile(_module_call(module), **self.kwargs), module._call_impl, self._fail, self.cast)
         try: call = self._compiled(module, make)
         except Exception as e: return self._fail(e)
         old = module._compiled_call_impl

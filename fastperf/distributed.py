@@ -119,8 +119,8 @@ def params_digest(model:torch.nn.Module)->str:
     for p in model.parameters(): h.update(p.detach().float().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()
 
-# %% ../nbs/13_distributed.ipynb #e8b634f1
-from .timer import combine_reports, straggler
+# %% ../nbs/13_distributed.ipynb #bc4684b0
+from .timer import combine_reports
 
 def distributed_report(timer, # The `ThroughputTimer` of this rank's Learner, after a fit
                        threshold:float=0.3, # Share of the step that makes a phase (or a straggler) worth a verdict

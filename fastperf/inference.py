@@ -205,7 +205,7 @@ class FastInference(RestoringCallback):
         ac = self.__dict__.pop('_ac', None)
         if ac is not None: ac.__exit__(None, None, None)
 
-# %% ../nbs/12_inference.ipynb #b536094f
+# %% ../nbs/12_inference.ipynb #266400a8
 def _inference_workers(dev, workers)->tuple:
     "(num_workers for inference loops or None to keep the loader's, reason)"
     if workers is False: return None,"asked to keep the loader's"
@@ -224,7 +224,7 @@ def to_fast_inference(self:Learner,
                       workers:int|bool|None=None, # DataLoader workers in inference loops; None: the rule (0 on a CPU of <= 4 cores); False: keep the loader's
                       prefetch:bool=False, # In loops without DataLoader workers, make the next batches in a background thread while the model runs (slower on a 2-core CPU, where the thread takes a core from the model)
                       lean:bool=True, # Lean item and batch pipelines in inference loops (`lean_pipelines`): the same batches, less Python per item
-                      defer:bool=False, # Keep gathered predictions on the device until the loop ends (no host-device sync per batch on a GPU; see `FastInference`)
+                      defer:bool=False, # Keep gathered predictions on the device until the loop ends (on a GPU, no wait per batch for the outputs; see `FastInference`)
                       verbose:bool=True, # Print what was set and why
                      ):
     "Make `get_preds`, `predict`, `validate` and `tta` run with fast inference settings; `undo_fast_inference` undoes it"
@@ -250,7 +250,7 @@ def to_fast_inference(self:Learner,
     lines.append(f"workers      {'kept' if nw is None else f'num_workers={nw}'}: {why_w}")
     if prefetch: lines.append("prefetch     on where the loop has no workers: the next batches are made in a thread while the model runs")
     lines.append("pipelines    " + ("lean in loops of more than one batch: transforms with nothing to do skipped, the rest dispatched with less Python (the same batches)" if lean else "fastai's (lean=False)"))
-    if defer: lines.append("gathering    on the device until the loop ends (defer=True): no wait for the device per batch")
+    if defer: lines.append("gathering    on the device until the loop ends (defer=True): no wait per batch for the outputs")
     self.add_cb(cb); fi['cbs'].append(cb)
     if compile:
         if any(isinstance(c, Compile) for c in self.cbs): lines.append("compile      kept the Learner's Compile")
@@ -365,7 +365,7 @@ def _amp_context(cbs:dict, dev:torch.device):
     amp = cbs['amp']
     return torch.autocast(amp[0], dtype=amp[1]) if amp and amp[0]==dev.type else contextlib.nullcontext()
 
-# %% ../nbs/12_inference.ipynb #d6992bcb
+# %% ../nbs/12_inference.ipynb #3c705c47
 def _normal_tensor(t):
     "`t`, or a normal copy of it if it is an inference tensor (one that cannot be changed in place or used by autograd outside `inference_mode`)"
     return t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t
@@ -404,8 +404,9 @@ class Predictor:
         if dl.device is not None: b = to_device(b, dl.device)
         return dl.after_batch(b)
 
-    def _settings(self, cbs:dict)->tuple:
+    def settings(self, cbs:dict|None=None)->tuple:
         "(precision, channels-last input, inference_mode) of the forward: the Learner's fast inference settings, and its callbacks' channels-last"
+        cbs = cbs or predict_callbacks(self.learn)
         fi = self.learn.__dict__.get('_fast_inference') or {}
         im = fi.get('inference_mode', False) and not inference_mode_blockers(self.learn)
         return fi.get('precision', 'fp32'),fi.get('channels_last', False) or cbs['channels_last'],im
@@ -417,11 +418,17 @@ class Predictor:
         with (torch.inference_mode() if im else torch.no_grad()), torch.autocast(dev.type, dtype=torch.bfloat16 if prec=='bf16' else torch.float16, enabled=prec!='fp32'), amp:
             yield
 
+    def model_context(self, cbs:dict|None=None):
+        "The grad mode and autocast this predictor runs the model in (to time or call the bare model under the same settings)"
+        cbs = cbs or predict_callbacks(self.learn)
+        prec,_,im = self.settings(cbs)
+        return self._contexts(model_device(self.learn.model), cbs, prec, im)
+
     def forward(self, xb:tuple, cbs:dict|None=None):
         "Probabilities (the loss function's activation) for the input batch `xb`, under the Learner's inference settings and what its callbacks do in `predict`"
         learn = self.learn
         cbs = cbs or predict_callbacks(learn)
-        prec,cl,im = self._settings(cbs)
+        prec,cl,im = self.settings(cbs)
         xb = cast_to_tensor(xb)
         if cl and _cl_ok(learn, xb): xb = as_channels_last(xb)
         m = learn.model

@@ -29,11 +29,11 @@ from fastprogress.fastprogress import progress_bar
 from .core import model_device, device_sync, RNGState, hook_to_device
 
 # %% auto #0
-__all__ = ['set_loader', 'loader_state', 'restore_loaders', 'tune_workers', 'TuneWorkers', 'CachedDataset', 'ram_cache',
-           'tensor_bytes', 'H2DBytes', 'h2d_bytes', 'ToUint8', 'uint8_batches', 'type_key', 'may_apply', 'LeanPipeline',
-           'lean_pipelines', 'unlean_pipelines']
+__all__ = ['host_items', 'set_loader', 'loader_state', 'restore_loaders', 'tune_workers', 'TuneWorkers', 'CachedDataset',
+           'ram_cache', 'tensor_bytes', 'H2DBytes', 'h2d_bytes', 'ToUint8', 'uint8_batches', 'type_key', 'may_apply',
+           'LeanPipeline', 'lean_pipelines', 'unlean_pipelines']
 
-# %% ../nbs/10_pipeline.ipynb #c6c09685
+# %% ../nbs/10_pipeline.ipynb #04890b2c
 def _split_batch(learn, b):
     i = getattr(learn.dls, 'n_inp', 1 if len(b)==1 else len(b)-1)
     return b[:i],b[i:]
@@ -51,11 +51,26 @@ def _cycle(dl):
         for b in dl: n += 1; yield b
         if n==0: raise ValueError("tune_workers: the training DataLoader yields no batches")
 
+def host_items(dl)->bool:
+    "Whether `dl`'s first item is on the host, where `pin_memory` can page-lock it (False for a dataset of tensors already on a GPU)"
+    if not getattr(dl, 'indexed', False) or not len(dl.dataset): return True
+    try: item = dl.create_item(0)
+    except Exception: return True # the loader's own error comes when it is iterated, not from here
+    return all(t.device.type=='cpu' for t in _tensors(item))
+
+def _tensors(b):
+    "The tensors in batch or item `b` (nested tuples, lists and dicts)"
+    if isinstance(b, torch.Tensor): yield b
+    elif isinstance(b, dict):
+        for v in b.values(): yield from _tensors(v)
+    elif isinstance(b, (list,tuple)):
+        for v in b: yield from _tensors(v)
+
 def set_loader(dls, num_workers=None, pin_memory=None):
-    "Set the worker count and pinning of every loader of `dls` (or of a list of loaders); None keeps it"
+    "Set the worker count and pinning of every loader of `dls` (or of a list of loaders); None keeps it; a loader whose items are on a GPU is not pinned (torch cannot)"
     for dl in getattr(dls, 'loaders', dls):
         if num_workers is not None: dl.fake_l.num_workers = num_workers
-        if pin_memory is not None: dl.pin_memory = dl.fake_l.pin_memory = pin_memory
+        if pin_memory is not None and (not pin_memory or host_items(dl)): dl.pin_memory = dl.fake_l.pin_memory = pin_memory
 
 def loader_state(dls)->list:
     "What `to_fastperf` and the tuner may change on each loader of `dls`: workers, pinning, the item and batch pipelines (and `Normalize`'s statistics, which `uint8_batches` moves to the device)"
@@ -258,14 +273,7 @@ def ram_cache(dls:DataLoaders, # DataLoaders whose datasets are decoded once and
     res.test_dl = partial(_cached_test_dl, res) # this object's own `test_dl` (fastai's class keeps its own); `new_empty` (`export`) makes DataLoaders over the original datasets without it
     return res
 
-# %% ../nbs/10_pipeline.ipynb #169176e3
-def _tensors(b):
-    if isinstance(b, torch.Tensor): yield b
-    elif isinstance(b, dict): 
-        for v in b.values(): yield from _tensors(v)
-    elif isinstance(b, (list,tuple)):
-        for v in b: yield from _tensors(v)
-
+# %% ../nbs/10_pipeline.ipynb #fe90fbd1
 def tensor_bytes(b)->int: return sum(t.nelement()*t.element_size() for t in _tensors(b)) # what the tensors of batch `b` hold
 
 # %% ../nbs/10_pipeline.ipynb #91555973

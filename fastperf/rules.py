@@ -12,8 +12,8 @@ from torch import nn
 from .core import model_device
 
 # %% auto #0
-__all__ = ['learner_device', 'has_conv', 'cpu_has_bf16', 'precision_rule', 'channels_last_rule', 'n_cpus', 'worker_rule',
-           'norm_precision', 'check_flag', 'check_workers']
+__all__ = ['COMPILE_CPU', 'learner_device', 'has_conv', 'cpu_has_bf16', 'precision_rule', 'channels_last_rule', 'compile_rule',
+           'n_cpus', 'worker_rule', 'norm_precision', 'check_flag', 'check_workers']
 
 # %% ../nbs/01_rules.ipynb #eb0555f8
 def learner_device(learn)->torch.device:
@@ -34,7 +34,7 @@ def cpu_has_bf16()->bool:
     except OSError: pass
     return False
 
-# %% ../nbs/01_rules.ipynb #a68f608a
+# %% ../nbs/01_rules.ipynb #ecab7b61
 def precision_rule(dev:torch.device, conv:bool)->str:
     "The precision that pays on `dev` for a model with (`conv`) or without convolutions: bf16/fp16 autocast on CUDA, bf16 on a CPU with bf16 arithmetic for conv models, else fp32"
     if dev.type=='cuda': return 'bf16' if torch.cuda.is_bf16_supported() else 'fp16'
@@ -44,6 +44,11 @@ def precision_rule(dev:torch.device, conv:bool)->str:
 def channels_last_rule(dev:torch.device, conv:bool, precision:str)->bool:
     "Whether channels-last pays: for conv models, on CUDA, and on CPU together with bf16 (alone it measured within noise there)"
     return bool(conv) and (dev.type=='cuda' or (dev.type=='cpu' and precision=='bf16'))
+
+COMPILE_CPU = "on CPU it trained slower in fastperf's measurements, after 13-26 s of compiling"
+def compile_rule(dev:torch.device)->bool:
+    "Whether to suggest `torch.compile`: on CUDA (never by default: `to_fastperf(compile=True)` or the tuner); not on CPU, where `COMPILE_CPU`"
+    return dev.type=='cuda'
 
 # %% ../nbs/01_rules.ipynb #a4ac45c9
 def n_cpus()->int:

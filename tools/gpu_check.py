@@ -214,7 +214,7 @@ class Check:
         pj = self.work/'parity'/'parity.json'
         if pj.exists():
             for ch in json.loads(pj.read_text()).get('loss_checks', []):
-                s.append(f"- {'ok' if ch['ok'] else 'FAIL'} {ch['pair']}: " + (f"max |loss diff| {ch['max_diff']:.1e} of the first loss (tol {ch['tol']:g}, {ch['steps']} steps)"
+                s.append(f"- {'ok' if ch['ok'] else 'FAIL'} {ch['pair']}: " + (f"max |loss diff| {ch['max_diff']:.1e} of the first loss (tol {ch['tol']:g}; plain loop vs itself {ch.get('noise') or 0:.1e}; {ch['steps']} steps)"
                          if ch.get('steps') else f"max |prob diff| {ch['max_abs_prob_diff']:.1e}, argmax agree {ch['argmax_agree']:.1%}"))
         s += ['', '## Timer', '', self._csv_md(self.work/'timer'/'timer.csv', ['case','timer / outside clock','with timer / without','with / without min','with / without max','timing'])]
         bc = self.work/'bench'/'results.csv'
