@@ -201,7 +201,7 @@ def fast_to_detach(learn:Learner, b, cpu=True, gather=True):
     f = _dl_to_detach(getattr(learn, 'dl', None))
     return f(b, cpu, gather) if f is not None else _fa_to_detach(b, cpu, gather)
 
-# %% ../nbs/00_core.ipynb #a484483f
+# %% ../nbs/00_core.ipynb #dd74eeca
 from fastai.callback.core import event as _event
 from fastcore.basics import GetAttr as _GetAttr
 
@@ -211,11 +211,20 @@ def may_handle(cb, event_name)->bool:
     return (hasattr(cls, event_name) or event_name in getattr(cb, '__dict__', ()) or cls.__call__ is not Callback.__call__
             or getattr(cls, '__getattr__', None) is not _GetAttr.__getattr__)
 
+def _sorted_cbs(learn)->list:
+    "`learn.cbs` sorted by `order`, as fastai's `learn.cbs.sorted('order')` (a stable sort), remade only when the callbacks or their orders change"
+    cbs = learn.cbs.items
+    key = tuple([(id(c), c.order) for c in cbs])
+    got = _sorted_found.get(learn)
+    if got is None or got[0]!=key: got = _sorted_found[learn] = (key, sorted(cbs, key=lambda c: c.order))
+    return got[1]
+_sorted_found = weakref.WeakKeyDictionary() # beside the Learner, not in it: an exported Learner carries no callback it has since lost
+
 def fast_call_one(learn:Learner, event_name):
     "fastai's `Learner._call_one`, without calling callbacks that have nothing for `event_name`"
     if not hasattr(_event, event_name): raise Exception(f'missing {event_name}')
     asked = event_name in learn.__dict__ or hasattr(type(learn), event_name) # fastai's lookup would find the Learner's attribute
-    for cb in learn.cbs.sorted('order'):
+    for cb in list(_sorted_cbs(learn)): # a copy: a callback may add or remove callbacks during the event, as with fastai's new sorted L
         if asked or may_handle(cb, event_name): cb(event_name)
         elif event_name=='after_fit': cb.run = True # the one thing fastai's call does for a callback without the event
 

@@ -81,7 +81,7 @@ def _swap_opt(learn)->tuple:
     except ValueError as e: return False,f"skipped the optimizer swap: {e} (the optimizer is kept)"
     return True,"changed optimizer: fastai's per-tensor update -> TorchOptimizer (the same update rule, computed by torch's fused/foreach kernels; moving averages kept)"
 
-# %% ../nbs/11_recommend.ipynb #76b5d06a
+# %% ../nbs/11_recommend.ipynb #f5983e94
 def _cb_name(cb)->str: return type(cb).__name__ + (f"('{cb.precision}')" if isinstance(cb, AutoMixedPrecision) else '')
 
 
@@ -178,7 +178,9 @@ def to_fastperf(self:Learner,
     if lean:
         done = lean_pipelines(self.dls)
         u.setdefault('lean', []).extend(done)
-        if done: lines.append("changed DataLoader: lean pipelines: transforms with nothing to do for the items' types skipped, the rest dispatched with less Python (the same batches)")
+        if done: lines.append("changed DataLoader: lean pipelines: transforms with nothing to do for the items' types skipped, the rest dispatched with less Python"
+                              + ("; tabular batches gathered from tensors made once, not indexed out of the DataFrame per batch" if any(d[1]=='tabular' for d in done) else "")
+                              + " (the same batches)")
         else: lines.append("kept   DataLoader pipelines: already lean")
     if isinstance(self.__dict__.get('_call_one'), LearnerMethod): lines.append("kept   Learner: fast dispatch already on")
     else: lines.append("changed Learner: events sent only to the callbacks that handle them, `to_detach` asked once per DataLoader (this Learner's own methods; the same results)")

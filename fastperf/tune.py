@@ -120,7 +120,7 @@ def _write_cache(path:Path, h:str, entry:dict):
     tmp = path.with_name(path.name+f'.{os.getpid()}.tmp')
     tmp.write_text(json.dumps(d, indent=1, default=str)); os.replace(tmp, path)
 
-# %% ../nbs/21_tune.ipynb #b6b9c7ea
+# %% ../nbs/21_tune.ipynb #48c418fd
 def _check_tune_args(who, **kw):
     "A ValueError naming `who`'s argument for a value that would time nothing or fail after the trials"
     num = lambda v: isinstance(v, (int,float)) and not isinstance(v, bool)
@@ -135,9 +135,18 @@ def _check_tune_args(who, **kw):
 
 _MODEL_CBS = ('RNNCallback','RNNRegularizer','ModelResetter') # fastai's callbacks a model cannot train without (text models' output tuple, hidden state)
 
+def _copy_model(model):
+    "A deep copy of `model`, also of one whose modules hold tensors computed from their parameters (fastai's `WeightDropout` in every AWD-LSTM keeps the dropped-out weight as an attribute), which torch's deepcopy refuses: those are copied detached (the module recomputes them in its next forward)"
+    memo = {}
+    for m in model.modules():
+        for v in vars(m).values():
+            for t in (v if isinstance(v, (list,tuple)) else [v]):
+                if isinstance(t, torch.Tensor) and not t.is_leaf: memo[id(t)] = t.detach().clone()
+    return deepcopy(model, memo)
+
 def _trial_learner(learn, cand):
     "A Learner over a deep copy of `learn.model` with `learn`'s loss, optimizer and hyper-parameters, the callbacks its model needs, and `cand`'s callbacks and optimizer"
-    t = Learner(learn.dls, deepcopy(learn.model), loss_func=learn.loss_func, opt_func=learn.opt_func, lr=learn.lr,
+    t = Learner(learn.dls, _copy_model(learn.model), loss_func=learn.loss_func, opt_func=learn.opt_func, lr=learn.lr,
                 splitter=learn.splitter, wd=learn.wd, wd_bn_bias=learn.wd_bn_bias, train_bn=learn.train_bn, moms=learn.moms,
                 cbs=[copy(c) for c in learn.cbs if type(c).__name__ in _MODEL_CBS and type(c).__module__.startswith('fastai.')])
     if cand is not None:

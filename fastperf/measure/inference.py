@@ -22,7 +22,7 @@ from .reference import plain_inference
 # %% auto #0
 __all__ = ['inference_parity', 'get_preds_breakdown', 'predict_latency']
 
-# %% ../../nbs/28_measure_inference.ipynb #0848b309
+# %% ../../nbs/28_measure_inference.ipynb #462ac2a7
 def _timed(f):
     t0 = time.perf_counter(); r = f(); return r,time.perf_counter()-t0
 
@@ -102,7 +102,8 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
     df = pd.DataFrame(rows)
     base = preds['fastai get_preds, defaults']
     df['max_abs_diff_vs_default'] = [float((preds[k]-base).abs().max()) for k in res]
-    df.attrs.update(env_info(s['device']), precision=s['precision'], channels_last=s['channels_last'], n_items=n, bs=dl.bs, rounds=rounds)
+    df.attrs.update(env_info(s['device']), precision=s['precision'], channels_last=s['channels_last'], n_items=n, bs=dl.bs, rounds=rounds,
+                    per_round={k:list(v) for k,v in res.items()}) # items/s of each round, for other ratios with intervals (`ratio_interval`)
     return df.set_index('loop')
 
 # %% ../../nbs/28_measure_inference.ipynb #77353758

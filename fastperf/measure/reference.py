@@ -50,13 +50,13 @@ def tensor_batches(x, # uint8 images, in memory (host or device)
                 else: yield x[i:i+bs],y[i:i+bs]
     return batches
 
-# %% ../../nbs/23_measure_reference.ipynb #5571cf3d
+# %% ../../nbs/23_measure_reference.ipynb #3d4173c9
 _DTYPES = dict(bf16=torch.bfloat16, fp16=torch.float16)
 
 class PlainLoop:
-    "A hand-written PyTorch loop over uint8 image batches: training steps (fastai's `Adam` in torch, cross-entropy) or eval forwards, with the given features"
+    "A hand-written PyTorch loop: training steps (fastai's `Adam` in torch, cross-entropy or `loss_func`) or eval forwards, with the given features, over uint8 image batches (converted in the loop) or any batches of tensors"
     def __init__(self, model:nn.Module,
-                 batches, # Function that starts the `(uint8 images, labels)` batches anew, called once per run (`tensor_batches`)
+                 batches, # Function that starts the `(inputs..., targets...)` batches anew, called once per run (`tensor_batches`: uint8 images and labels)
                  device='cpu',
                  precision:str='fp32', # 'fp32', 'bf16' or 'fp16' autocast (fp16 training with a `GradScaler`)
                  channels_last:bool=False, # Model and inputs in channels-last memory format
@@ -68,6 +68,8 @@ class PlainLoop:
                  grad_mode:str='no_grad', # Eval forwards under 'no_grad' or 'inference_mode'
                  lr:float=1e-3, # Learning rate
                  opt_kw:dict=None, # Passed to `fastai_adam_as_torch` (default: fused where the device has the kernel, else foreach, as `to_fastperf` picks)
+                 loss_func=None, # `loss_func(output, *targets)` (default: `F.cross_entropy`)
+                 n_inp:int=1, # Inputs at the start of each batch (the rest are targets), as fastai's `dls.n_inp`
                 ):
         store_attr(but='model')
         self.device = torch.device(device)
@@ -82,7 +84,8 @@ class PlainLoop:
             self.scaler = torch.amp.GradScaler(self.device.type, enabled=precision=='fp16')
 
     def prepare(self, xb):
-        "uint8 batch -> float on the device, as fastai's `IntToFloatTensor` (+ `Normalize`) compute it, in the loop's memory format"
+        "uint8 batch -> float on the device, as fastai's `IntToFloatTensor` (+ `Normalize`) compute it, in the loop's memory format; any other input -> the device"
+        if xb.dtype!=torch.uint8: return xb.to(self.device, non_blocking=True)
         xb = xb.to(self.device, non_blocking=True).float().div_(255)
         if self.stats is not None: xb = (xb-self.mean)/self.std
         if self.subclass: xb = xb.as_subclass(TensorImage)
@@ -91,13 +94,13 @@ class PlainLoop:
     def autocast(self):
         return torch.autocast(self.device.type, dtype=_DTYPES[self.precision]) if self.precision in _DTYPES else nullcontext()
 
-    def step(self, xb, yb):
-        "One training step (returns the loss, a tensor: reading it would synchronize), or one eval forward (returns the output)"
-        xb,yb = self.prepare(xb),yb.to(self.device, non_blocking=True)
+    def step(self, *b):
+        "One training step on batch `b` (returns the loss, a tensor: reading it would synchronize), or one eval forward (returns the output)"
+        xs,ys = [self.prepare(x) for x in b[:self.n_inp]],[y.to(self.device, non_blocking=True) for y in b[self.n_inp:]]
         with self.autocast():
-            out = self.fwd(xb)
+            out = self.fwd(*xs)
             if not self.train: return out
-            loss = F.cross_entropy(out, yb)
+            loss = (self.loss_func or F.cross_entropy)(out, *ys)
         self.scaler.scale(loss).backward()
         self.scaler.step(self.opt); self.scaler.update()
         self.opt.zero_grad(set_to_none=True)
@@ -122,26 +125,26 @@ class PlainLoop:
             times.append(time.perf_counter())
         with self.running():
             if warmup==0: stamp(True)
-            for i,(xb,yb) in zip(range(warmup+steps), self.batches()):
-                self.step(xb, yb)
+            for i,b in zip(range(warmup+steps), self.batches()):
+                self.step(*b)
                 if i<warmup:
                     if i+1==warmup: stamp(True)
                     continue
-                samples += len(yb); stamp(i+1==warmup+steps)
+                samples += len(b[-1]); stamp(i+1==warmup+steps)
         if len(times)<steps+1: raise RuntimeError(f"PlainLoop.measure: the batches ran out after {len(times)-1} of {steps} timed steps")
         return dict(window_stats(times, samples), warmup_s=times[0]-t0)
 
     def losses(self, n:int)->list:
         "The losses of the next `n` training steps, as floats"
-        with self.running(): return [self.step(xb, yb).item() for _,(xb,yb) in zip(range(n), self.batches())]
+        with self.running(): return [self.step(*b).item() for _,b in zip(range(n), self.batches())]
 
     def predict(self, n:int, act=None)->torch.Tensor:
         "Predictions of `plain_inference` (the loop's precision and grad mode) for the images of the first `n` batches, `act` applied, on the host"
-        xs = (xb for _,(xb,_) in zip(range(n), self.batches()))
+        xs = (b for _,b in zip(range(n), self.batches()))
         return plain_inference(self.fwd, xs, precision=self.precision, device=self.device, inference_mode=self.grad_mode=='inference_mode',
-                               act=act, prepare=self.prepare)[0].cpu()
+                               act=act, prepare=self.prepare, n_inp=self.n_inp)[0].cpu()
 
-# %% ../../nbs/23_measure_reference.ipynb #f52ab393
+# %% ../../nbs/23_measure_reference.ipynb #0f95c823
 def plain_inference(model:nn.Module, # The model (put in eval mode; its memory format is converted and restored with `channels_last`)
                     batches, # Input batches: tensors, or tuples whose first `n_inp` elements are the inputs
                     channels_last:bool=False, # Convert the model and each input to channels-last
@@ -169,6 +172,7 @@ def plain_inference(model:nn.Module, # The model (put in eval mode; its memory f
                 if prepare is not None: xs = tuple(map(prepare, xs))
                 if channels_last: xs = as_channels_last(xs)
                 o = model(*xs)
+                if isinstance(o, tuple): o = o[0] # a model that also returns its hidden states (fastai's text models): the predictions come first
                 outs.append((act(o) if act is not None else o).float())
             preds = torch.cat(outs)
             device_sync(dev)

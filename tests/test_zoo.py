@@ -1,0 +1,32 @@
+"The `fastperf-zoo` command as users run it: the installed command in a fresh process, one quick task, the table and the files it writes."
+import json, subprocess, sys
+import pandas as pd, pytest
+
+def test_zoo_cli_one_task(tmp_path):
+    out = tmp_path/'zoo'
+    r = subprocess.run(['fastperf-zoo', '--tasks', 'tabular', '--rounds', '2', '--threads', '1', '--out', str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode==0, r.stdout[-3000:]+r.stderr[-3000:]
+    assert 'Warning' not in r.stderr, r.stderr[-2000:] # a user's first line is the tool's
+    assert sorted(p.name for p in out.iterdir())==['zoo.csv', 'zoo.json', 'zoo_decisions.csv', 'zoo_losses.csv']
+    sp = pd.read_csv(out/'zoo.csv').set_index(['phase','loop'])
+    assert set(sp.index)=={('train','fastai defaults'), ('train','to_fastperf()'), ('train','plain loop'),
+                           ('infer','fastai defaults'), ('infer','to_fast_inference()'), ('infer','plain loop')}
+    assert (sp.samples_per_sec>0).all() and (sp.rounds==2).all()
+    assert sp.loc[('train','fastai defaults'),'vs_fastai']==1 and sp.loc[('train','plain loop'),'vs_plain']==1
+    dec = pd.read_csv(out/'zoo_decisions.csv').iloc[0]
+    assert dec.task=='tabular' and dec.optimizer=='TorchOptimizer' and bool(dec.lean_tabular)
+    los = pd.read_csv(out/'zoo_losses.csv').iloc[0]
+    assert bool(los.ok) and los.max_diff<1e-4
+    js = json.loads((out/'zoo.json').read_text())
+    assert js['env']['rounds']==2 and 'torch' in js['env']
+    assert 'to_fastperf() vs plain' in r.stdout and 'wrote' in r.stdout
+
+@pytest.mark.parametrize('args,msg', [(['--tasks','nope'], 'unknown task(s) nope'), (['--rounds','0'], '--rounds must be >= 1'),
+                                      (['--threads','0'], '--threads must be >= 1')])
+def test_zoo_bad_arguments(tmp_path, args, msg):
+    "Bad input: one error line, exit code 2, nothing written"
+    out = tmp_path/'never'
+    r = subprocess.run(['fastperf-zoo', *args, '--out', str(out)], capture_output=True, text=True, timeout=120)
+    assert r.returncode==2 and msg in r.stderr and 'Traceback' not in r.stderr, r.stderr
+    assert not out.exists()
