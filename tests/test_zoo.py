@@ -20,7 +20,7 @@ def test_zoo_cli_one_task(tmp_path):
     assert bool(los.ok) and los.max_diff<1e-4
     js = json.loads((out/'zoo.json').read_text())
     assert js['env']['rounds']==2 and 'torch' in js['env']
-    assert 'to_fastperf() vs plain' in r.stdout and 'wrote' in r.stdout
+    assert 'one call vs plain' in r.stdout and 'to_fastperf()' in r.stdout and 'wrote' in r.stdout
 
 @pytest.mark.parametrize('args,msg', [(['--tasks','nope'], 'unknown task(s) nope'), (['--rounds','0'], '--rounds must be >= 1'),
                                       (['--threads','0'], '--threads must be >= 1')])
