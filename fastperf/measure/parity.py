@@ -26,7 +26,7 @@ import fastperf.recommend # Learner.to_fastperf
 from ..profile import NoSyncLoss
 
 # %% auto #0
-__all__ = ['LOSS_TOL', 'NOISE_FACTOR', 'parity_config', 'parity_model', 'lightning_available', 'LightningLoop',
+__all__ = ['LOSS_TOL', 'NOISE_FACTOR', 'parity_config', 'parity_model', 'lightning_available', 'LightningLoop', 'LossRecorder',
            'learner_features', 'fastai_learner', 'loss_check', 'fast_inference_learner', 'parity', 'save_parity',
            'main']
 
@@ -144,15 +144,15 @@ class LightningLoop:
         self._fit(n, lambda i,loss: res.append(loss.item()))
         return res
 
-# %% ../../nbs/26_parity.ipynb #fdc17d25
-class _LossRecorder(Callback):
-    "Record each training step's loss; cancel the fit after `n` steps"
+# %% ../../nbs/26_parity.ipynb #9bc6be42
+class LossRecorder(Callback):
+    "Record the loss each of the first `n` training steps backpropagates (`loss_grad` after every callback's `after_loss`: with fastai's text regularization, before any loss scaling); then cancel the fit"
     order = 200
     def __init__(self, n): self.n,self.losses = n,[]
+    def after_loss(self):
+        if self.training: self.losses.append(self.learn.loss_grad.item())
     def after_batch(self):
-        if not self.training: return
-        self.losses.append(self.learn.loss.item())
-        if len(self.losses)>=self.n: raise CancelFitException()
+        if self.training and len(self.losses)>=self.n: raise CancelFitException()
 
 def learner_features(learn:Learner)->dict:
     "The speed features `learn`'s callbacks turn on: precision, channels-last, cuDNN autotuning (or `to_fast_inference`'s settings)"
@@ -219,7 +219,7 @@ def _get_preds(learn, dl):
         return learn.get_preds(dl=dl, reorder=False)[0] # in the loader's order, which is the items' (no shuffling); fastai's reorder would
         # index a loader of ready-made batches (`data='device'`, `bs=None`) by batch, not by item
 
-# %% ../../nbs/26_parity.ipynb #a69865ae
+# %% ../../nbs/26_parity.ipynb #4a3b4131
 def _median_spread(v):
     v = sorted(v)
     return statistics.median(v),v[0],v[-1]
@@ -228,7 +228,7 @@ def _loss_run(kind, make, n, dls_seq, lr):
     "Losses of the first `n` in-order steps of a fresh copy of a loop"
     if kind=='fastai':
         learn = make(dls_seq)
-        rec = _LossRecorder(n)
+        rec = LossRecorder(n)
         with no_bar(learn), learn.no_logging(), warnings.catch_warnings():
             warnings.simplefilter('ignore')
             learn.fit(-(-n//len(learn.dls.train)), lr, cbs=rec)
