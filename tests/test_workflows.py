@@ -45,10 +45,10 @@ def _run(cfg, data, work):
 
 @pytest.fixture(scope='module')
 def sessions(tmp_path_factory):
-    "Every configuration's session, two processes at a time (2-core machine; each process uses one torch thread)"
+    "Every configuration's session, two processes at a time (2-core machine; each process uses one torch thread; FASTPERF_WORKFLOW_PROCS=N for N)"
     base = tmp_path_factory.mktemp('workflows')
     data = write_images(base/'data')
-    with ThreadPoolExecutor(2) as ex:
+    with ThreadPoolExecutor(int(os.environ.get('FASTPERF_WORKFLOW_PROCS', 2))) as ex:
         futs = {c:ex.submit(_run, c, data, base/c) for c in RUN}
         return {c:f.result() for c,f in futs.items()}
 

@@ -27,8 +27,8 @@ from ..profile import NoSyncLoss
 
 # %% auto #0
 __all__ = ['LOSS_TOL', 'NOISE_FACTOR', 'parity_config', 'parity_model', 'lightning_available', 'LightningLoop', 'LossRecorder',
-           'learner_features', 'fastai_learner', 'loss_check', 'fast_inference_learner', 'parity', 'save_parity',
-           'main']
+           'learner_features', 'fastai_learner', 'rounding_nudge', 'loss_check', 'fast_inference_learner', 'parity',
+           'save_parity', 'main']
 
 # %% ../../nbs/26_parity.ipynb #c427fb6f
 def parity_config(device=None, # 'cpu', 'cuda', ... (default: fastai's `default_device()`: CUDA when available)
@@ -180,20 +180,28 @@ def fastai_learner(dls, model, fastperf:bool=False, precision='auto', channels_l
         _force_features(learn, precision, channels_last)
     return learn
 
-# %% ../../nbs/26_parity.ipynb #8a199d1e
+# %% ../../nbs/26_parity.ipynb #af0a642e
 LOSS_TOL = dict(fp32=1e-3, bf16=2e-2, fp16=2e-2)
-NOISE_FACTOR = 4 # a loop may differ from the plain loop by this many times the plain loop's difference from itself
+NOISE_FACTOR = 4 # a loop may differ from the plain loop by this many times a rounding step's effect on the plain loop
+
+def rounding_nudge(model:nn.Module, seed:int=0)->nn.Module:
+    "Move each floating-point parameter of `model` by up to one rounding step of its dtype (relative `finfo(dtype).eps`), in place and seeded: what two correct loops that order their arithmetic differently are apart after one update"
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.is_floating_point(): p.mul_((1 + torch.finfo(p.dtype).eps*(2*torch.rand(p.shape, generator=g)-1)).to(p.device, p.dtype))
+    return model
 
 def loss_check(name:str, a:list, b:list, precision:str,
-               repeat:list=None, # The plain loop's losses from a second, identical run (its run-to-run noise)
+               nudged:list=None, # The plain loop's losses from weights moved by one rounding step (`rounding_nudge`): how far rounding alone carries this fit
               )->dict:
-    "Compare per-step losses `a` (the loop under test) with `b` (the plain loop): |a-b| / b[0] within `LOSS_TOL[precision]`, or within `NOISE_FACTOR` times the plain loop's own difference from `repeat` up to the next step"
+    "Compare per-step losses `a` (the loop under test) with `b` (the plain loop): |a-b| / b[0] within `LOSS_TOL[precision]`, or within `NOISE_FACTOR` times the `nudged` run's distance from `b` up to the next step"
     a,b = np.asarray(a, dtype=float),np.asarray(b, dtype=float)
     scale = max(abs(b[0]), 1e-12)
     d = np.abs(a-b)/scale
     allowed,noise = np.full(len(b), LOSS_TOL[precision]),None
-    if repeat is not None:
-        r = np.maximum.accumulate(np.abs(np.asarray(repeat, dtype=float)-b)/scale) # how far the plain loop strays from itself by each step
+    if nudged is not None:
+        r = np.maximum.accumulate(np.abs(np.asarray(nudged, dtype=float)-b)/scale) # how far a rounding step carries the plain loop by each step
         allowed = np.maximum(allowed, NOISE_FACTOR*np.append(r[1:], r[-1])) # one step of slack: two runs of a chaotic fit part at their own pace
         noise = float(r[-1])
     return dict(pair=name, precision=precision, steps=len(a), first_step_diff=float(d[0]), max_diff=float(d.max()), tol=LOSS_TOL[precision],
@@ -219,7 +227,7 @@ def _get_preds(learn, dl):
         return learn.get_preds(dl=dl, reorder=False)[0] # in the loader's order, which is the items' (no shuffling); fastai's reorder would
         # index a loader of ready-made batches (`data='device'`, `bs=None`) by batch, not by item
 
-# %% ../../nbs/26_parity.ipynb #4a3b4131
+# %% ../../nbs/26_parity.ipynb #445cd053
 def _median_spread(v):
     v = sorted(v)
     return statistics.median(v),v[0],v[-1]
@@ -264,7 +272,8 @@ def parity(config:dict=None, # From `parity_config` (default: this device's)
     sync_free = dev.type=='cuda' if c['sync_free']=='auto' else c['sync_free'] # rows for the opt-in sync-free features (they act on CUDA only)
     if sync_free: train['fastai + to_fastperf() + NoSyncLoss'] = ('fastai', lambda d: mk_fast(d).add_cb(NoSyncLoss(force=dev.type!='cuda')))
     plain_fp32 = dict(precision='fp32', channels_last=False, cudnn_benchmark=False)
-    mk_plain = lambda f, shuffle=True: (lambda: PlainLoop(model(), tensor_batches(xt, yt, c['bs'], shuffle, c['seed']), dev, lr=c['lr'], **f))
+    mk_plain = lambda f, shuffle=True, nudge=False: (lambda: PlainLoop(rounding_nudge(model()) if nudge else model(), tensor_batches(xt, yt, c['bs'], shuffle, c['seed']),
+                                                                       dev, lr=c['lr'], **f))
     plain_name = f"plain PyTorch ({_features(feats['precision'], feats['channels_last'])})"
     train['plain PyTorch (fp32)'] = ('plain', mk_plain(plain_fp32))
     if feats!=plain_fp32: train[plain_name] = ('plain', mk_plain(feats))
@@ -298,14 +307,15 @@ def parity(config:dict=None, # From `parity_config` (default: this device's)
     # --- results: same seed, same losses ------------------------------------------------------------------------
     checks,losses = [],{}
     for k,(kind,make) in train.items():
-        if k.startswith('plain'): make = mk_plain(plain_fp32 if k=='plain PyTorch (fp32)' else feats, shuffle=False)
+        f = plain_fp32 if k=='plain PyTorch (fp32)' else feats
+        if k.startswith('plain'): make = mk_plain(f, shuffle=False)
         elif kind=='plain': make = mk_light(feats, shuffle=False)
         losses[k] = _loss_run(kind, make, c['loss_steps'], dls_for(shuffle=False), c['lr'])
-        if k.startswith('plain'): losses[k, 'repeat'] = _loss_run(kind, make, c['loss_steps'], None, c['lr']) # its own run-to-run noise (0 on a CPU)
+        if k.startswith('plain'): losses[k, 'nudged'] = _loss_run(kind, mk_plain(f, shuffle=False, nudge=True), c['loss_steps'], None, c['lr']) # rounding's reach in this fit
     for k in train:
         if k.startswith('plain'): continue
         checks.append(loss_check(f"{k} vs {twin[k]}", losses[k], losses[twin[k]], 'fp32' if twin[k]=='plain PyTorch (fp32)' else feats['precision'],
-                                 repeat=losses.get((twin[k], 'repeat'))))
+                                 nudged=losses.get((twin[k], 'nudged'))))
     # --- inference ----------------------------------------------------------------------------------------------
     infer = {}
     if c['infer']:
@@ -353,7 +363,7 @@ def parity(config:dict=None, # From `parity_config` (default: this device's)
                n_train=n_train, n_infer=n_valid)
     if verbose:
         with pd.option_context('display.width', 200, 'display.max_columns', 20): say(df.drop(columns=['plain twin']).round(2).to_string(index=False))
-        for ch in checks: say(f"  {'ok  ' if ch['ok'] else 'FAIL'} {ch['pair']}: " + (f"max |loss diff| / first loss {ch['max_diff']:.1e} (tol {ch['tol']:g}; the plain loop's own repeat {ch['noise'] or 0:.1e}) over {ch['steps']} steps"
+        for ch in checks: say(f"  {'ok  ' if ch['ok'] else 'FAIL'} {ch['pair']}: " + (f"max |loss diff| / first loss {ch['max_diff']:.1e} (tol {ch['tol']:g}; a rounding step's reach {ch['noise'] or 0:.1e}) over {ch['steps']} steps"
                                 if ch['steps'] else f"max |prob diff| {ch['max_abs_prob_diff']:.2e}, argmax agree {ch['argmax_agree']:.1%}"))
         for n in notes: say('  note: ' + n)
     if out is not None: save_parity(res, out)

@@ -50,7 +50,7 @@ def tensor_batches(x, # uint8 images, in memory (host or device)
                 else: yield x[i:i+bs],y[i:i+bs]
     return batches
 
-# %% ../../nbs/23_measure_reference.ipynb #3d4173c9
+# %% ../../nbs/23_measure_reference.ipynb #65b68a31
 _DTYPES = dict(bf16=torch.bfloat16, fp16=torch.float16)
 
 class PlainLoop:
@@ -142,9 +142,9 @@ class PlainLoop:
         "Predictions of `plain_inference` (the loop's precision and grad mode) for the images of the first `n` batches, `act` applied, on the host"
         xs = (b for _,b in zip(range(n), self.batches()))
         return plain_inference(self.fwd, xs, precision=self.precision, device=self.device, inference_mode=self.grad_mode=='inference_mode',
-                               act=act, prepare=self.prepare, n_inp=self.n_inp)[0].cpu()
+                               act=act, prepare=self.prepare, n_inp=self.n_inp)[0]
 
-# %% ../../nbs/23_measure_reference.ipynb #0f95c823
+# %% ../../nbs/23_measure_reference.ipynb #8034ada1
 def plain_inference(model:nn.Module, # The model (put in eval mode; its memory format is converted and restored with `channels_last`)
                     batches, # Input batches: tensors, or tuples whose first `n_inp` elements are the inputs
                     channels_last:bool=False, # Convert the model and each input to channels-last
@@ -155,7 +155,7 @@ def plain_inference(model:nn.Module, # The model (put in eval mode; its memory f
                     n_inp:int=1, # Inputs at the start of each batch tuple, as fastai's `dls.n_inp` (a tabular model takes two)
                     prepare=None, # Applied to each input inside the loop (e.g. `PlainLoop.prepare`: uint8 to float on the device)
                    )->tuple:
-    "(predictions as one float32 tensor, seconds) of a plain PyTorch eval loop over `batches` with the given features"
+    "(predictions as one float32 tensor on the host, seconds) of a plain PyTorch eval loop over `batches` with the given features"
     dev = torch.device(device) if device is not None else model_device(model)
     formats = param_formats(model) if channels_last else None
     if channels_last: model_to_channels_last(model)
@@ -174,7 +174,7 @@ def plain_inference(model:nn.Module, # The model (put in eval mode; its memory f
                 o = model(*xs)
                 if isinstance(o, tuple): o = o[0] # a model that also returns its hidden states (fastai's text models): the predictions come first
                 outs.append((act(o) if act is not None else o).float())
-            preds = torch.cat(outs)
+            preds = torch.cat(outs).cpu() # on the host, as fastai's `get_preds` returns them: one copy at the end, inside the clock
             device_sync(dev)
             secs = time.perf_counter()-t0
     finally:
