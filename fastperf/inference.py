@@ -57,7 +57,7 @@ def inference_settings(learn:Learner,
     if cl and not conv: cl,why_c = False,"the model has no 2D/3D convolution: channels-last does nothing for it"
     return dict(device=dev, precision=prec, channels_last=cl, why_precision=why_p, why_channels_last=why_c)
 
-# %% ../nbs/12_inference.ipynb #2e599998
+# %% ../nbs/12_inference.ipynb #34ef9f2f
 class _Prefetch(GetAttr):
     "`dl`'s batches made `depth` ahead in a background thread: the per-item transforms, collation and batch transforms of the next batches run while the model computes this one (torch releases the GIL), in the same order, so the same predictions"
     _default = 'dl'
@@ -125,7 +125,8 @@ class FastInference(RestoringCallback):
                  lean:bool=True, # Lean item and batch pipelines (`lean_pipelines`) in loops of more than one batch: the same batches, less Python per item
                  defer:bool=False, # Keep the gathered predictions, targets and loss totals on the device until the loop ends (see below)
                  defer_budget:int=2**30, # Bytes of gathered tensors the device may hold; past it they go to the host as fastai sends them
-                ): store_attr(); self._infer = False
+                 skip_loss:bool=True, # In `get_preds` without `with_loss`, compute neither the loss nor the validation metrics: it returns neither
+                ): store_attr(); self._infer = self._noloss = False
     def before_validate(self):
         if self.learn.fitting: return
         self._infer = True # this validation loop is an inference loop (the stack is read once per loop, here)
@@ -139,6 +140,8 @@ class FastInference(RestoringCallback):
             self._dl = self.learn.dl
             self.learn.dl = _Prefetch(self._dl)
         if self.defer: self._start_defer()
+        g = [c for c in self.learn.cbs if type(c) is GatherPredsCallback]
+        self._noloss = self.skip_loss and len(g)==1 and not g[0].with_loss # a `get_preds` that returns no loss
         # the Learner's mixed precision callbacks (training's) stand down in this loop: its precision is this callback's, as `to_fast_inference` was asked
         self._amp_off = [(c, c.__dict__.get('run_valid')) for c in mixed_precision_cbs(self.learn) if c.run_valid]
         for c,_ in self._amp_off: c.run_valid = False
@@ -151,8 +154,11 @@ class FastInference(RestoringCallback):
         self._deferred = [c for c in g+r if 'after_batch' not in c.__dict__]
         for c in self._deferred: c.after_batch = functools.partial(_keeping_device, c, learn) # fastai calls `c.after_batch()`
         self._gather,self._held = (g[0] if g and g[0] in self._deferred else None),0
+    def after_loss(self):
+        if self._noloss and '_yb' in self.__dict__: self.learn.yb = self.__dict__.pop('_yb') # the targets back, for `GatherPredsCallback` to gather
     def after_batch(self):
         self._leave_autocast() # a batch cancelled before its prediction
+        if self._noloss: self.learn.yb = () # ... gathered (order 0): the Recorder (order 50) sees an unlabeled batch and accumulates no metric
         c = self.__dict__.get('_gather')
         if c is None or not self._infer: return
         self._held += tensor_bytes([getattr(c, a)[-1] for a in ('preds','targets','losses') if getattr(c, a, None)])
@@ -173,7 +179,6 @@ class FastInference(RestoringCallback):
             for m in rec._valid_mets:
                 if isinstance(getattr(m, 'total', None), torch.Tensor): m.total = m.total.cpu()
         self.restore_workers()
-        self._infer = False
     def restore_workers(self):
         "Give the loop back its DataLoader, the DataLoader its worker count and the gathering callbacks their own `after_batch`, and leave an autocast a failed forward left entered (after the loop, or from the entry point's `finally` when it raised)"
         self._leave_autocast()
@@ -187,7 +192,8 @@ class FastInference(RestoringCallback):
         for c,v in self.__dict__.pop('_amp_off', []):
             if v is None: c.__dict__.pop('run_valid', None)
             else: c.run_valid = v
-        self._infer = False
+        self._infer = self._noloss = False
+        self.__dict__.pop('_yb', None)
     def before_batch(self):
         if not self._infer: # a fit's batch: the model stays channels-last between inference loops: a fit must not fail on it either
             if self.channels_last: _cl_ok(self.learn, self.learn.xb)
@@ -198,6 +204,7 @@ class FastInference(RestoringCallback):
             self._ac = torch.autocast(model_device(self.learn.model).type, dtype=torch.bfloat16 if self.precision=='bf16' else torch.float16)
             self._ac.__enter__()
     def after_pred(self):
+        if self._noloss: self._yb,self.learn.yb = self.learn.yb,() # fastai computes no loss for a batch without targets
         if not self._infer or self.precision=='fp32': return
         self._leave_autocast()
         self.learn.pred = to_float(self.learn.pred)
@@ -205,7 +212,7 @@ class FastInference(RestoringCallback):
         ac = self.__dict__.pop('_ac', None)
         if ac is not None: ac.__exit__(None, None, None)
 
-# %% ../nbs/12_inference.ipynb #266400a8
+# %% ../nbs/12_inference.ipynb #706d678c
 def _inference_workers(dev, workers)->tuple:
     "(num_workers for inference loops or None to keep the loader's, reason)"
     if workers is False: return None,"asked to keep the loader's"
@@ -225,6 +232,7 @@ def to_fast_inference(self:Learner,
                       prefetch:bool=False, # In loops without DataLoader workers, make the next batches in a background thread while the model runs (slower on a 2-core CPU, where the thread takes a core from the model)
                       lean:bool=True, # Lean item and batch pipelines in inference loops (`lean_pipelines`): the same batches, less Python per item
                       defer:bool=False, # Keep gathered predictions on the device until the loop ends (on a GPU, no wait per batch for the outputs; see `FastInference`)
+                      skip_loss:bool=True, # `get_preds` without `with_loss` computes neither the loss nor the metrics, which it does not return
                       verbose:bool=True, # Print what was set and why
                      ):
     "Make `get_preds`, `predict`, `validate` and `tta` run with fast inference settings; `undo_fast_inference` undoes it"
@@ -232,7 +240,7 @@ def to_fast_inference(self:Learner,
     s = inference_settings(self, channels_last, precision, who='to_fast_inference')
     nw,why_w = _inference_workers(s['device'], workers)
     want = dict(device=s['device'], precision=s['precision'], channels_last=s['channels_last'], compile=bool(compile), inference_mode=bool(inference_mode),
-                workers=nw, prefetch=bool(prefetch), lean=bool(lean), defer=bool(defer))
+                workers=nw, prefetch=bool(prefetch), lean=bool(lean), defer=bool(defer), skip_loss=bool(skip_loss))
     cur = self.__dict__.get('_fast_inference')
     if cur is not None:
         if all(cur.get(k)==v for k,v in want.items()):
@@ -246,11 +254,13 @@ def to_fast_inference(self:Learner,
     if s['channels_last']:
         fi['formats'] = param_formats(self.model)
         model_to_channels_last(self.model)
-    cb = FastInference(channels_last=s['channels_last'], precision=s['precision'], num_workers=nw, prefetch=bool(prefetch), lean=bool(lean), defer=bool(defer))
+    cb = FastInference(channels_last=s['channels_last'], precision=s['precision'], num_workers=nw, prefetch=bool(prefetch), lean=bool(lean), defer=bool(defer),
+                       skip_loss=bool(skip_loss))
     lines.append(f"workers      {'kept' if nw is None else f'num_workers={nw}'}: {why_w}")
     if prefetch: lines.append("prefetch     on where the loop has no workers: the next batches are made in a thread while the model runs")
     lines.append("pipelines    " + ("lean in loops of more than one batch: transforms with nothing to do skipped, the rest dispatched with less Python (the same batches)" if lean else "fastai's (lean=False)"))
     if defer: lines.append("gathering    on the device until the loop ends (defer=True): no wait per batch for the outputs")
+    lines.append("loss         " + ("not computed by get_preds without with_loss, nor the metrics: it returns neither" if skip_loss else "computed in every loop, as fastai (skip_loss=False)"))
     self.add_cb(cb); fi['cbs'].append(cb)
     if compile:
         if any(isinstance(c, Compile) for c in self.cbs): lines.append("compile      kept the Learner's Compile")

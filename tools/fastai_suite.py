@@ -41,7 +41,9 @@ each replayed statement):
   * star   : `from fastperf.all import *` (not in the default set);
   * cbs    : as import, plus fastperf's CastToTensor (replacing fastai's entry) and ThroughputTimer in fastai's
              `defaults.callbacks`, so every Learner the tests build carries them;
-  * cbs_cl : as cbs, plus fastperf's ChannelsLast.
+  * cbs_cl : as cbs, plus fastperf's ChannelsLast;
+  * infer  : as import, plus fastperf's CastToTensor and FastInference (its defaults: fp32, lean pipelines, no loss in
+             `get_preds` without `with_loss`) in `defaults.callbacks` (not in the default set).
 When `plain` is among the configs it runs first; the other configs then run the notebooks plain ran to the end (all of
 them, or with `--clean` only those with no failing cell), and a cell counts against a configuration only if it passed plain.
 
@@ -61,6 +63,7 @@ from pathlib import Path
 EXTRA_CBS = {
     'cbs':    ['fastperf.cast.CastToTensor', 'fastperf.timer.ThroughputTimer'],
     'cbs_cl': ['fastperf.cast.CastToTensor', 'fastperf.timer.ThroughputTimer', 'fastperf.channelslast.ChannelsLast'],
+    'infer':  ['fastperf.cast.CastToTensor', 'fastperf.inference.FastInference'], # every loop outside fit as to_fast_inference(precision='fp32') runs it
 }
 # code a configuration runs right after the notebook's leading import cells (before its `EXTRA_CBS` go in)
 CONFIGS = {
@@ -69,6 +72,7 @@ CONFIGS = {
     'star':   'from fastperf.all import *',
     'cbs':    'import fastperf.all',
     'cbs_cl': 'import fastperf.all',
+    'infer':  'import fastperf.all',
 }
 DEFAULT_CONFIGS = 'plain,import,cbs,cbs_cl'
 EXPORT_FLAGS = {'export', 'exports', 'exporti'}

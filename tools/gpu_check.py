@@ -168,7 +168,7 @@ class Check:
     def step_workflows(self):
         "tests/test_workflows.py: every fastperf callback in every fastai entry point, in fresh processes, on this machine's device (all sessions on a GPU; the `tasks` one on a CPU, where CI runs them all)"
         self.run('workflows', [PY, '-m', 'pytest', '-q', '-rs', '-p', 'no:cacheprovider', REPO/'tests'/'test_workflows.py'],
-                 env={} if self.gpu else dict(FASTPERF_WORKFLOWS='tasks'))
+                 env=dict(FASTPERF_WORKFLOW_PROCS=str(max(2, min(7, (os.cpu_count() or 2)//2)))) if self.gpu else dict(FASTPERF_WORKFLOWS='tasks'))
 
     # --- bundle and summary -----------------------------------------------------------------------------------------
     def bundle(self)->list:
