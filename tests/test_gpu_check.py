@@ -22,7 +22,7 @@ def test_cpu_mode_end_to_end(tmp_path):
     assert all(p.is_file() for p in out.iterdir()) and len(files)<=8 # what the device tool brings back
     js = json.loads((out/'summary.json').read_text())
     st = {s['step']:s['status'] for s in js['steps']}
-    assert js['mode']=='cpu' and st=={'env':'ok', 'install':'ok', 'parity':'ok', 'timer':'ok', 'bench':'ok', 'notebooks':'skipped', 'workflows':'skipped'}
+    assert js['mode']=='cpu' and st=={'env':'ok', 'install':'ok', 'parity':'ok', 'timer':'ok', 'bench':'ok', 'notebooks':'skipped', 'zoo':'skipped', 'workflows':'skipped'}
     assert '26_parity.ipynb' in js['cuda_notebooks'] and '09_timer.ipynb' in js['cuda_notebooks']
     md = (out/'summary.md').read_text()
     assert 'CPU mode: GPU steps skipped' in md and 'Skipped or replaced (no GPU)' in md and 'no wheels in' in md
@@ -56,6 +56,18 @@ def test_workflows_step(tmp_path):
     assert r.returncode==0 and st['workflows']['status']=='ok', r.stdout[-3000:]
     md = (out/'summary.md').read_text()
     assert '## Workflow suite' in md and '2 passed' in md and 'skipped' in md, md[-1500:]
+
+def test_zoo_step(tmp_path):
+    "The task zoo as a step of its own, one process per task, the tables joined, a top-level zoo.csv and the summary's section"
+    out = tmp_path/'out'
+    r = _check(out, '--cpu', '--only', 'zoo', '--zoo-args=--tasks tabular digits_cnn --rounds 1 --no-infer --threads 1', '--work', tmp_path/'work')
+    js = json.loads((out/'summary.json').read_text())
+    zs = [s for s in js['steps'] if s['step']=='zoo']
+    assert r.returncode==0 and [(s['notebook'], s['status']) for s in zs]==[('tabular', 'ok'), ('digits_cnn', 'ok')], r.stdout[-3000:]
+    rows = (out/'zoo.csv').read_text().splitlines()
+    assert rows[0].startswith('task,') and {l.split(',')[0] for l in rows[1:]}=={'tabular', 'digits_cnn'}
+    md = (out/'summary.md').read_text()
+    assert '## Task zoo' in md and 'ok losses tabular (fp32)' in md and 'ok losses digits_cnn (fp32)' in md, md[-2000:]
 
 def test_bad_arguments():
     r = _check('--limit', 'turbo=3')

@@ -1,5 +1,5 @@
 """The whole GPU check in one command (issue 14): install offline, run the `#| cuda` notebooks, the parity benchmark,
-the timer check and `fastperf-bench` (and, asked for with `--only workflows`, the workflow suite), then bundle the results into at most 8 files and print a short summary.
+the timer check and `fastperf-bench` (and, asked for with `--only zoo` or `--only workflows`, the task zoo or the workflow suite), then bundle the results into at most 8 files and print a short summary.
 
     tools/gpu_check.sh [OUT] [--cpu] [--only STEP ...] [--budget SECONDS] ...      (see --help)
 
@@ -12,20 +12,22 @@ import argparse, csv, glob, json, os, re, shlex, shutil, signal, subprocess, sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-STEPS = ('env', 'install', 'parity', 'timer', 'bench', 'notebooks', 'workflows')
-OPT_IN = ('workflows',) # steps that run only when named in --only: each takes a device call of its own
-LIMITS = dict(env=60, install=150, parity=240, timer=90, bench=240, notebooks=520, workflows=520) # seconds each (capped by what is left of the budget)
+STEPS = ('env', 'install', 'parity', 'timer', 'bench', 'notebooks', 'zoo', 'workflows')
+OPT_IN = ('zoo', 'workflows') # steps that run only when named in --only: each takes much of a device call
+LIMITS = dict(env=60, install=150, parity=240, timer=90, bench=240, notebooks=520, zoo=300, workflows=520) # seconds each (capped by what is left of the budget)
+ZOO_TASKS = ('tabular', 'digits_cnn', 'text', 'vit', 'multilabel', 'resnet18', 'unet') # the cheapest first: a step stopped at its limit keeps what ran
 GPU_ARGS = dict(parity='--device cuda',
                 bench='--device cuda --models resnet50 --bs 128 --size 224 --features channels_last precision --precision fp32 bf16 '
                       '--steps 15 --warmup 5 --no-plots --timeout 120',
-                timer='--device cuda')
+                timer='--device cuda', zoo='--rounds 3')
 CPU_ARGS = dict(parity='--device cpu --quick --threads 2 --rounds 1 --loss-steps 2',
                 bench='--device cpu --models small_cnn --features none --bs 8 --size 32 --steps 2 --warmup 1 --no-plots --threads 1 --timeout 60',
-                timer='--device cpu --pairs 1 --steps 4 --warmup 1')
+                timer='--device cpu --pairs 1 --steps 4 --warmup 1', zoo='--rounds 1 --no-infer --threads 2')
 WHEEL_PLATFORMS = ['manylinux_2_28_x86_64', 'manylinux_2_17_x86_64', 'manylinux2014_x86_64'] # as ../shared/device/wheels.sh
 PY = sys.executable
 PARITY_CMD = [PY, '-c', 'import sys; from fastperf.measure.parity import main; sys.exit(main())']
 BENCH_CMD = [PY, '-c', 'import sys; from fastperf.measure.bench import main; sys.exit(main())']
+ZOO_CMD = [PY, '-c', 'import sys; from fastperf.measure.zoo import main; sys.exit(main())']
 
 def cuda_notebooks(nbs_dir=REPO/'nbs')->list:
     "Notebooks with at least one code cell tagged `#| cuda`"
@@ -150,6 +152,25 @@ class Check:
     def step_timer(self): self.run('timer', [PY, REPO/'tools'/'gpu_check_timer.py', self.work/'timer', *self._args('timer')])
     def step_bench(self): self.run('bench', [*BENCH_CMD, '--out', self.work/'bench', *self._args('bench')])
 
+    def step_zoo(self):
+        "`fastperf-zoo`, one process per task (a task that fails or runs out of time loses only itself), then one `zoo.csv`, `zoo_losses.csv`, `zoo_decisions.csv`"
+        args = self._args('zoo')
+        tasks = list(ZOO_TASKS)
+        if '--tasks' in args: # --zoo-args '--tasks a b ...' chooses them
+            i = args.index('--tasks'); j = next((k for k in range(i+1, len(args)) if args[k].startswith('--')), len(args))
+            tasks,args = args[i+1:j],args[:i]+args[j:]
+        t = time.monotonic()
+        for task in tasks:
+            rem = LIMITS['zoo']-(time.monotonic()-t)
+            if rem<5: self.record('zoo', 'not run', f"{task}: the zoo step's {LIMITS['zoo']:.0f} s are spent"); continue
+            r = self.run('zoo', [*ZOO_CMD, '--tasks', task, '--out', self.work/'zoo'/task, *args], limit=rem, log=self.work/'logs'/f'zoo_{task}.log')
+            r['notebook'] = task # (the summary's second column: which task)
+        for f in ('zoo.csv', 'zoo_losses.csv', 'zoo_decisions.csv'):
+            parts = [self.work/'zoo'/task/f for task in tasks if (self.work/'zoo'/task/f).exists()]
+            if not parts: continue
+            lines = [open(parts[0]).readline()] + [l for p in parts for l in open(p).readlines()[1:]]
+            (self.work/'zoo'/f).write_text(''.join(lines))
+
     def step_notebooks(self):
         nbs = [REPO/'nbs'/n if '/' not in n else Path(n).resolve() for n in self.a.notebooks] if self.a.notebooks else cuda_notebooks()
         self.extra['cuda_notebooks'] = [n.name for n in nbs]
@@ -178,6 +199,7 @@ class Check:
         top(self.work/'parity'/'parity.csv', 'parity.csv')
         top(self.work/'bench'/'results.csv', 'bench_results.csv')
         top(self.work/'timer'/'timer.csv', 'timer.csv')
+        top(self.work/'zoo'/'zoo.csv', 'zoo.csv')
         self.summary_md = self.summary()
         (self.work/'summary.md').write_text(self.summary_md)
         tar = self.out/'gpu_check.tar.gz'
@@ -214,9 +236,14 @@ class Check:
         pj = self.work/'parity'/'parity.json'
         if pj.exists():
             for ch in json.loads(pj.read_text()).get('loss_checks', []):
-                s.append(f"- {'ok' if ch['ok'] else 'FAIL'} {ch['pair']}: " + (f"max |loss diff| {ch['max_diff']:.1e} of the first loss (tol {ch['tol']:g}; plain loop vs itself {ch.get('noise') or 0:.1e}; {ch['steps']} steps)"
+                s.append(f"- {'ok' if ch['ok'] else 'FAIL'} {ch['pair']}: " + (f"max |loss diff| {ch['max_diff']:.1e} of the first loss (tol {ch['tol']:g}; a rounding step's reach {ch.get('noise') or 0:.1e}; {ch['steps']} steps)"
                          if ch.get('steps') else f"max |prob diff| {ch['max_abs_prob_diff']:.1e}, argmax agree {ch['argmax_agree']:.1%}"))
         s += ['', '## Timer', '', self._csv_md(self.work/'timer'/'timer.csv', ['case','timer / outside clock','with timer / without','with / without min','with / without max','timing'])]
+        if (self.work/'zoo'/'zoo.csv').exists():
+            s += ['', '## Task zoo', '', self._csv_md(self.work/'zoo'/'zoo.csv', ['task','phase','loop','samples_per_sec','vs_fastai','vs_plain'], n=40)]
+            if (self.work/'zoo'/'zoo_losses.csv').exists():
+                s += [f"- {'ok' if r['ok']=='True' else 'FAIL'} losses {r['task']} ({r['precision']}): max {float(r['max_diff']):.1e} of the first loss, a rounding step's reach {float(r['noise'] or 0):.1e}"
+                      for r in csv.DictReader(open(self.work/'zoo'/'zoo_losses.csv'))]
         bc = self.work/'bench'/'results.csv'
         s += ['', '## fastperf-bench', '', f"{sum(1 for _ in open(bc))-1} rows in bench_results.csv" if bc.exists() else '(no results.csv)']
         wl = self.work/'logs'/'workflows.log'
@@ -227,7 +254,8 @@ class Check:
         return '\n'.join(s)
 
 def parse(argv=None):
-    p = argparse.ArgumentParser(prog='tools/gpu_check.sh', description=__doc__.split('\n\n')[0])
+    p = argparse.ArgumentParser(prog='tools/gpu_check.sh', description=__doc__.split('\n\n')[0],
+                                epilog="Put the output folder first: --only, --skip, --notebooks and --limit take every word after them.")
     p.add_argument('out', nargs='?', help="output folder ($OUT wins when set; default ./gpu_check_out)")
     p.add_argument('--cpu', action='store_true', help="CPU mode even where a GPU is present")
     p.add_argument('--gpu', action='store_true', help="fail the check when torch sees no GPU")
@@ -240,7 +268,7 @@ def parse(argv=None):
     p.add_argument('--notebooks', nargs='+', help="notebooks to run (default: every nbs/*.ipynb with a `#| cuda` cell)")
     p.add_argument('--nb-limit', type=float, default=240, help="seconds per notebook")
     p.add_argument('--limit', nargs='+', default=[], metavar='STEP=SECONDS', help=f"time limits per step instead of the defaults {LIMITS}")
-    for s in ('parity', 'bench', 'timer'): p.add_argument(f'--{s}-args', help=f"arguments for the {s} step instead of the defaults (GPU: {GPU_ARGS[s]!r})")
+    for s in ('parity', 'bench', 'timer', 'zoo'): p.add_argument(f'--{s}-args', help=f"arguments for the {s} step instead of the defaults (GPU: {GPU_ARGS[s]!r})")
     a = p.parse_args(argv)
     if a.budget<60: p.error("--budget must be at least 60 seconds")
     for kv in a.limit:
