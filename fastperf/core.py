@@ -14,9 +14,10 @@ from fastai.callback.core import Callback
 from fastai.torch_core import default_device
 
 # %% auto #0
-__all__ = ['TO_DEVICE_CHECKED', 'model_device', 'device_sync', 'device_name', 'env_info', 'no_bar', 'fastai_class',
-           'fastai_instances', 'running_loops', 'LearnerMethod', 'set_learner_method', 'unset_learner_method',
-           'RestoringCallback', 'RNGState', 'fast_to_detach', 'may_handle', 'fast_call_one', 'FastCallback',
+__all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'model_device', 'device_sync', 'device_name', 'env_info', 'no_bar',
+           'fastai_class', 'fastai_instances', 'running_loops', 'LearnerMethod', 'set_learner_method',
+           'unset_learner_method', 'RestoringCallback', 'RNGState', 'fast_to_detach', 'may_handle', 'fast_call_one',
+           'FastCallback', 'lean_loop_ok', 'fast_with_events', 'fast_do_one_batch', 'lean_record', 'lean_record_ok',
            'set_fast_dispatch', 'to_device_hookable', 'hook_to_device']
 
 # %% ../nbs/00_core.ipynb #6cb13a0f
@@ -201,7 +202,7 @@ def fast_to_detach(learn:Learner, b, cpu=True, gather=True):
     f = _dl_to_detach(getattr(learn, 'dl', None))
     return f(b, cpu, gather) if f is not None else _fa_to_detach(b, cpu, gather)
 
-# %% ../nbs/00_core.ipynb #dd74eeca
+# %% ../nbs/00_core.ipynb #805a7487
 from fastai.callback.core import event as _event
 from fastcore.basics import GetAttr as _GetAttr
 
@@ -235,11 +236,80 @@ class FastCallback(Callback):
         if f is not None and self.run: f(self)
         if event_name=='after_fit': self.run = True
 
+# %% ../nbs/00_core.ipynb #6f1ecbc3
+import hashlib, functools
+from fastcore.imports import noop
+from types import MethodType
+from fastai.learner import Recorder
+
+LEAN_LOOP_CHECKED = {'Learner.__call__': '4ef387e1932cfd6e', 'Learner._with_events': 'ec00e28483d3d437', 'Learner._do_one_batch': '1a41e3532930a852',
+                     'Recorder.after_batch': 'f6299ff082be5666', 'Recorder._train_mets': '60b9f387b9e65611'} # digests of fastai 2.8.12's source
+
+@functools.cache
+def _fastai_digest(qual:str)->str|None:
+    "The first 16 hex digits of the sha1 of the source of fastai's `qual` ('Learner._with_events'); None where the source cannot be read"
+    cls,name = qual.split('.')
+    f = dict(Learner=Learner, Recorder=Recorder)[cls].__dict__.get(name)
+    try: return hashlib.sha1(inspect.getsource(f.fget if isinstance(f, property) else f).encode()).hexdigest()[:16]
+    except (OSError, TypeError, AttributeError): return None
+
+def _as_checked(*quals)->bool: return all(_fastai_digest(q)==LEAN_LOOP_CHECKED[q] for q in quals)
+
+def lean_loop_ok(learn:Learner)->bool:
+    "Whether `learn` runs fastai's own `__call__`, `_with_events` and `_do_one_batch`, in the code `fast_with_events` and `fast_do_one_batch` copy"
+    t = type(learn)
+    return (t.__call__ is Learner.__call__ and t._with_events is Learner._with_events and t._do_one_batch is Learner._do_one_batch
+            and _as_checked('Learner.__call__', 'Learner._with_events', 'Learner._do_one_batch'))
+
+def fast_with_events(learn:Learner, f, event_type, ex, final=noop):
+    "fastai's `Learner._with_events`, each event sent with `learn._call_one` (what `learn(event)` does for one event, without the `L`)"
+    call = learn._call_one
+    try: call(f'before_{event_type}'); f()
+    except ex: call(f'after_cancel_{event_type}')
+    call(f'after_{event_type}'); final()
+
+def fast_do_one_batch(learn:Learner):
+    "fastai's `Learner._do_one_batch`, its events sent with `learn._call_one`"
+    call = learn._call_one
+    learn.pred = learn.model(*learn.xb)
+    call('after_pred')
+    if len(learn.yb):
+        learn.loss_grad = learn.loss_func(learn.pred, *learn.yb)
+        learn.loss = learn.loss_grad.clone()
+    call('after_loss')
+    if not learn.training or not len(learn.yb): return
+    learn._do_grad_opt()
+
+def lean_record(self):
+    "fastai's `Recorder.after_batch`, the Learner's state read from the Learner and the training metrics listed without `L`s"
+    learn = self.learn
+    if len(learn.yb)==0: return
+    if learn.training: mets = () if getattr(self, 'cancel_train', False) else (self.smooth_loss, *(self.metrics if self.train_metrics else ()))
+    else: mets = self._valid_mets
+    for met in mets: met.accumulate(learn)
+    if not learn.training: return
+    self.lrs.append(learn.opt.hypers[-1]['lr'])
+    self.losses.append(self.smooth_loss.value)
+    learn.smooth_loss = self.smooth_loss.value
+lean_record.__name__ = 'after_batch' # pickled as `getattr(recorder, 'after_batch')`: fastai's own method when loaded
+
+def lean_record_ok(rec)->bool:
+    "Whether `rec` is a fastai `Recorder` whose `after_batch` and training metrics are fastai's, in the code `lean_record` copies"
+    if not isinstance(rec, Recorder): return False
+    t = type(rec)
+    return (t.after_batch is Recorder.after_batch and t._train_mets is Recorder._train_mets and 'after_batch' not in rec.__dict__
+            and not {'yb','training','opt','metrics'} & set(rec.__dict__) and _as_checked('Recorder.after_batch', 'Recorder._train_mets'))
+
 def set_fast_dispatch(learn:Learner, enable:bool=True)->Learner:
-    "Give `learn` (only) `fast_call_one` and `fast_to_detach` for its `_call_one` and `to_detach`; `enable=False` gives it fastai's back"
-    for name,fn in (('_call_one', fast_call_one), ('to_detach', fast_to_detach)):
+    "Give `learn` (only) `fast_call_one` and `fast_to_detach` for its `_call_one` and `to_detach`, and where fastai's loop is the one checked, `fast_with_events`, `fast_do_one_batch` and `lean_record` for its `Recorder`; `enable=False` gives it fastai's back"
+    fns = [('_call_one', fast_call_one), ('to_detach', fast_to_detach)]
+    if not enable or lean_loop_ok(learn): fns += [('_with_events', fast_with_events), ('_do_one_batch', fast_do_one_batch)]
+    for name,fn in fns:
         if enable: set_learner_method(learn, name, fn)
         else: unset_learner_method(learn, name, fn)
+    for rec in [c for c in learn.cbs if isinstance(c, Recorder)]:
+        if enable and lean_record_ok(rec): rec.after_batch = MethodType(lean_record, rec)
+        elif not enable and getattr(rec.__dict__.get('after_batch'), '__func__', None) is lean_record: del rec.__dict__['after_batch']
     return learn
 
 # %% ../nbs/00_core.ipynb #f2a0a316

@@ -22,7 +22,7 @@ from .reference import plain_inference
 # %% auto #0
 __all__ = ['inference_parity', 'get_preds_breakdown', 'predict_latency']
 
-# %% ../../nbs/28_measure_inference.ipynb #462ac2a7
+# %% ../../nbs/28_measure_inference.ipynb #19ba189c
 def _timed(f):
     t0 = time.perf_counter(); r = f(); return r,time.perf_counter()-t0
 
@@ -49,11 +49,14 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
                      compile:bool=False, # Passed to `to_fast_inference`
                      show:bool=True, # A progress bar over the rounds (it leaves nothing behind)
                      unlabeled:bool=True, # Also time `get_preds` on a `test_dl` of the same items without their labels (what serving runs)
+                     extra:dict|None=None, # Name -> another Learner on the same data, set up as it is (e.g. `to_fastperf()` and `to_fast_inference()` after training), whose `get_preds` on the same items joins the rounds
                     ):
     "img/s of fastai's `get_preds` (defaults, and with `to_fast_inference`) and of plain PyTorch loops (fp32, and with the same features), interleaved"
     for nm,v,ok,want in (('n_items', n_items, n_items is None or (isinstance(n_items, int) and n_items>=1), 'None or an int >= 1'),
                          ('rounds', rounds, isinstance(rounds, int) and rounds>=1, 'an int >= 1'), ('bs', bs, bs is None or (isinstance(bs, int) and bs>=1), 'None or an int >= 1')):
         if not ok: raise ValueError(f"inference_parity: {nm} must be {want}, got {v!r}")
+    if extra is not None and not (isinstance(extra, dict) and all(isinstance(l, Learner) for l in extra.values())):
+        raise ValueError(f"inference_parity: extra must be a dict of name -> Learner, got {type(extra).__name__}")
     s = inference_settings(learn, channels_last, precision, who='inference_parity')
     dl = learn.dls.valid
     if not len(dl.dataset): raise ValueError("inference_parity: the validation set is empty: there is nothing to predict")
@@ -74,9 +77,15 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
         learn.to_fast_inference(channels_last=s['channels_last'], precision=s['precision'], compile=compile, verbose=False)
         try: return _timed(functools.partial(get_preds, d))
         finally: learn.undo_fast_inference(verbose=False)
+    def other(l, d):
+        def f():
+            with no_bar(l): return _timed(lambda: l.get_preds(dl=d)[0])
+        return f
+    extra = {k:other(l, l.dls.valid.new(shuffle=False, drop_last=False, bs=dl.bs, get_idxs=lambda: list(range(n)))) for k,l in (extra or {}).items()}
     configs = {'fastai get_preds, defaults': fastai_default,
                'fastai get_preds + to_fast_inference': fastai_fast,
                **({'fastai get_preds + to_fast_inference, unlabeled test_dl': functools.partial(fastai_fast, tdl)} if tdl is not None else {}),
+               **extra,
                'plain loop, fp32': (lambda: plain_inference(learn.model, batches, act=act, n_inp=ni)),
                'plain loop, same features': (lambda: plain_inference(learn.model, batches, channels_last=s['channels_last'], precision=s['precision'], act=act, n_inp=ni))}
     try:

@@ -202,7 +202,7 @@ def zoo_losses(task:ZooTask, n:int=4, seed:int=0)->dict:
         torch.manual_seed(seed); return pl.losses(n)
     return dict(task=task.name, **loss_check(task.name, a, plain(False), feats['precision'], nudged=plain(True)))
 
-# %% ../../nbs/29_measure_zoo.ipynb #cf4d94d8
+# %% ../../nbs/29_measure_zoo.ipynb #6bef68dc
 def zoo_train(task:ZooTask, rounds:int=3, tune:bool=False, tune_budget:float=30., seed:int=0, show:bool=False)->pd.DataFrame:
     "Training samples/s of one task: fastai defaults, `to_fastperf()`, (`tune_fastperf()`), and the plain loop with `to_fastperf()`'s features, interleaved"
     learners = {'fastai defaults': task.make()}
@@ -213,6 +213,8 @@ def zoo_train(task:ZooTask, rounds:int=3, tune:bool=False, tune_budget:float=30.
         learners['tune_fastperf()'] = tl
     feats = learner_features(fp)
     pl = _plain_loop(task, task.make(), feats, task.warmup+task.steps, seed)
+    for l in learners.values(): # one epoch first, untimed: the rounds time a fit's steady state (the item cache fills in the first epoch, the batches are stacked from the second)
+        with no_bar(l), l.no_logging(), warnings.catch_warnings(): warnings.simplefilter('ignore'); l.fit(1)
     def fit_job(l):
         def f(r):
             with no_bar(l), l.no_logging(), warnings.catch_warnings():
@@ -233,16 +235,23 @@ def _table(task, phase, res, base, ref):
                          vs_plain=p, vs_plain_lo=plo, vs_plain_hi=phi, rounds=len(v)))
     return pd.DataFrame(rows)
 
-# %% ../../nbs/29_measure_zoo.ipynb #c8b045d9
-_INFER = {'fastai get_preds, defaults': 'fastai defaults', 'fastai get_preds + to_fast_inference': 'to_fast_inference()',
+# %% ../../nbs/29_measure_zoo.ipynb #f0c7f092
+_WARM = 'to_fastperf() + to_fast_inference(), after a validation pass'
+_INFER = {'fastai get_preds, defaults': 'fastai defaults', 'fastai get_preds + to_fast_inference': 'to_fast_inference()', _WARM: _WARM,
           'plain loop, same features': 'plain loop'}
 
+def _warm_learner(task):
+    "The task's Learner as after training with fastperf: `to_fastperf()`, one validation pass (what each epoch of a fit ends with: it fills the item cache), then `to_fast_inference()`"
+    w = task.make(); w.to_fastperf(verbose=False)
+    with no_bar(w), w.no_logging(): w.validate()
+    return w.to_fast_inference(verbose=False)
+
 def zoo_infer(task:ZooTask, rounds:int=3, show:bool=False)->pd.DataFrame:
-    "Inference samples/s of one task (its whole validation set): fastai's `get_preds` with its defaults and with `to_fast_inference()`, and the plain eval loop with the same features (`inference_parity`)"
+    "Inference samples/s of one task (its whole validation set): fastai's `get_preds` with its defaults, with a fresh `to_fast_inference()` each call, and on a Learner set up as after training with fastperf (`_warm_learner`), and the plain eval loop with the same features (`inference_parity`)"
     learn = task.make()
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        df = inference_parity(learn, rounds=rounds, show=show, unlabeled=False)
+        df = inference_parity(learn, rounds=rounds, show=show, unlabeled=False, extra={_WARM: _warm_learner(task)})
     res = {_INFER[k]:v for k,v in df.attrs['per_round'].items() if k in _INFER}
     return _table(task, 'infer', res, 'fastai defaults', 'plain loop')
 
@@ -271,7 +280,7 @@ def zoo(tasks:list=None, # Names from `ZOO` (default: all)
     for v in res.values(): v.attrs.update(env_info(default_device()), rounds=rounds)
     return res
 
-# %% ../../nbs/29_measure_zoo.ipynb #389ac7aa
+# %% ../../nbs/29_measure_zoo.ipynb #9fa63731
 def _n(v): return f"{v:,.0f}" if v>=100 else f"{v:.1f}"
 
 def zoo_summary(speed:pd.DataFrame)->pd.DataFrame:
@@ -286,6 +295,8 @@ def zoo_summary(speed:pd.DataFrame)->pd.DataFrame:
              'one call vs plain':f"{f.vs_plain:.2f} [{f.vs_plain_lo:.2f}-{f.vs_plain_hi:.2f}]"}
         if 'tune_fastperf()' in g.index:
             tu = g.loc['tune_fastperf()']; r['tune_fastperf() vs fastai'] = f"{tu.vs_fastai:.2f} [{tu.vs_fastai_lo:.2f}-{tu.vs_fastai_hi:.2f}]"
+        if _WARM in g.index:
+            w = g.loc[_WARM]; r['after training vs plain'] = f"{w.vs_plain:.2f} [{w.vs_plain_lo:.2f}-{w.vs_plain_hi:.2f}]"
         rows.append(r)
     return pd.DataFrame(rows).fillna('')
 

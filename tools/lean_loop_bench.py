@@ -1,0 +1,50 @@
+"""What each of fastperf's per-batch shortcuts is worth, side by side: zoo tasks trained with `to_fastperf()`, and with one of its
+shortcuts taken away again (the lean loop: `fast_with_events`, `fast_do_one_batch`, `lean_record`; the stacked batches), against
+the plain loop, in interleaved rounds. Usage: python tools/lean_loop_bench.py [--tasks tabular digits_cnn] [--rounds 7]"""
+import argparse, statistics, warnings
+warnings.filterwarnings('ignore')
+from fastperf.measure.zoo import ZOO, _plain_loop
+from fastperf.measure.parity import learner_features
+from fastperf.measure.clock import measure_fit, interleave, ratio_interval
+from fastperf.core import no_bar, unset_learner_method, fast_with_events, fast_do_one_batch, lean_record
+from fastperf.pipeline import _lean_batches
+import fastperf.recommend # noqa: F401 (Learner.to_fastperf)
+
+def no_lean_loop(l):
+    "`l` with fastai's `_with_events`, `_do_one_batch` and `Recorder.after_batch` back (the rest of `to_fastperf()` kept)"
+    unset_learner_method(l, '_with_events', fast_with_events); unset_learner_method(l, '_do_one_batch', fast_do_one_batch)
+    if getattr(l.recorder.__dict__.get('after_batch'), '__func__', None) is lean_record: del l.recorder.__dict__['after_batch']
+    return l
+
+def no_stack(l):
+    "`l` with fastai's `create_batches` back on its loaders (items still from the item cache)"
+    for dl in l.dls.loaders:
+        if getattr(dl.__dict__.get('create_batches'), '__func__', None) is _lean_batches: del dl.__dict__['create_batches']
+    return l
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument('--tasks', nargs='+', default=['tabular', 'digits_cnn']); p.add_argument('--rounds', type=int, default=7)
+    a = p.parse_args()
+    for name in a.tasks:
+        task = ZOO[name]()
+        def fp(): l = task.make(); l.to_fastperf(verbose=False); return l
+        ls = {'to_fastperf()': fp(), 'without the lean loop': no_lean_loop(fp())}
+        if any(getattr(dl.__dict__.get('create_batches'), '__func__', None) is _lean_batches for dl in ls['to_fastperf()'].dls.loaders):
+            ls['without stacked batches'] = no_stack(fp())
+        pl = _plain_loop(task, task.make(), learner_features(ls['to_fastperf()']), task.warmup+task.steps, 0)
+        def fit(l):
+            def f(r):
+                with no_bar(l), l.no_logging(): return measure_fit(l, steps=task.steps, warmup=task.warmup if r==0 else 1)['samples_per_sec']
+            return f
+        jobs = {k:fit(l) for k,l in ls.items()}
+        jobs['plain loop'] = lambda r: pl.measure(steps=task.steps, warmup=task.warmup if r==0 else 1)['samples_per_sec']
+        for k in ls: jobs[k](0) # a first fit each (the item cache fills, the stack is made), outside the rounds
+        res = interleave(jobs, rounds=a.rounds)
+        for k in ls:
+            f,lo,hi = ratio_interval(res['to_fastperf()'], res[k]) if k!='to_fastperf()' else ratio_interval(res[k], res['plain loop'])
+            what = 'to_fastperf() vs plain loop' if k=='to_fastperf()' else f'to_fastperf() vs {k}'
+            print(f"{name:<11} {k:<24} {statistics.median(res[k]):>9,.0f}/s   {what}: {f:.2f} [{lo:.2f}-{hi:.2f}]")
+        print(f"{name:<11} {'plain loop':<24} {statistics.median(res['plain loop']):>9,.0f}/s")
+
+if __name__=='__main__': main()
