@@ -236,7 +236,7 @@ class FastCallback(Callback):
         if f is not None and self.run: f(self)
         if event_name=='after_fit': self.run = True
 
-# %% ../nbs/00_core.ipynb #6f1ecbc3
+# %% ../nbs/00_core.ipynb #308a68ac
 import hashlib, functools
 from fastcore.imports import noop
 from types import MethodType
@@ -262,21 +262,19 @@ def lean_loop_ok(learn:Learner)->bool:
             and _as_checked('Learner.__call__', 'Learner._with_events', 'Learner._do_one_batch'))
 
 def fast_with_events(learn:Learner, f, event_type, ex, final=noop):
-    "fastai's `Learner._with_events`, each event sent with `learn._call_one` (what `learn(event)` does for one event, without the `L`)"
-    call = learn._call_one
-    try: call(f'before_{event_type}'); f()
-    except ex: call(f'after_cancel_{event_type}')
-    call(f'after_{event_type}'); final()
+    "fastai's `Learner._with_events`, each event sent with `learn._call_one` (what `learn(event)` does for one event, without the `L`), looked up at each event as fastai does (a callback may wrap it, as `SyncDebug` does)"
+    try: learn._call_one(f'before_{event_type}'); f()
+    except ex: learn._call_one(f'after_cancel_{event_type}')
+    learn._call_one(f'after_{event_type}'); final()
 
 def fast_do_one_batch(learn:Learner):
     "fastai's `Learner._do_one_batch`, its events sent with `learn._call_one`"
-    call = learn._call_one
     learn.pred = learn.model(*learn.xb)
-    call('after_pred')
+    learn._call_one('after_pred')
     if len(learn.yb):
         learn.loss_grad = learn.loss_func(learn.pred, *learn.yb)
         learn.loss = learn.loss_grad.clone()
-    call('after_loss')
+    learn._call_one('after_loss')
     if not learn.training or not len(learn.yb): return
     learn._do_grad_opt()
 

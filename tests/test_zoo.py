@@ -11,7 +11,8 @@ def test_zoo_cli_one_task(tmp_path):
     assert sorted(p.name for p in out.iterdir())==['zoo.csv', 'zoo.json', 'zoo_decisions.csv', 'zoo_losses.csv']
     sp = pd.read_csv(out/'zoo.csv').set_index(['phase','loop'])
     assert set(sp.index)=={('train','fastai defaults'), ('train','to_fastperf()'), ('train','plain loop'),
-                           ('infer','fastai defaults'), ('infer','to_fast_inference()'), ('infer','plain loop')}
+                           ('infer','fastai defaults'), ('infer','to_fast_inference()'), ('infer','plain loop'),
+                           ('infer','to_fastperf() + to_fast_inference(), after a validation pass')}
     assert (sp.samples_per_sec>0).all() and (sp.rounds==2).all()
     assert sp.loc[('train','fastai defaults'),'vs_fastai']==1 and sp.loc[('train','plain loop'),'vs_plain']==1
     dec = pd.read_csv(out/'zoo_decisions.csv').iloc[0]
