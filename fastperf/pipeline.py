@@ -34,7 +34,7 @@ from .core import model_device, device_sync, RNGState, hook_to_device
 __all__ = ['ITEM_CACHE_FRAC', 'STACK_MISSING', 'host_items', 'set_loader', 'loader_state', 'restore_loaders', 'tune_workers',
            'TuneWorkers', 'CachedDataset', 'ram_cache', 'tensor_bytes', 'H2DBytes', 'h2d_bytes', 'ToUint8',
            'uint8_batches', 'type_key', 'may_apply', 'LeanPipeline', 'hold_item_cache', 'release_item_caches',
-           'item_cache_bytes', 'lean_pipelines', 'unlean_pipelines']
+           'item_cache_bytes', 'set_item_makers', 'is_lean', 'lean_pipelines', 'unlean_pipelines']
 
 # %% ../nbs/10_pipeline.ipynb #04890b2c
 def _split_batch(learn, b):
@@ -184,11 +184,11 @@ class TuneWorkers(Callback):
         self.table = tune_workers(self.learn, set_best=True, **self.kwargs)
         self.done = True
 
-# %% ../nbs/10_pipeline.ipynb #2d3b9032
+# %% ../nbs/10_pipeline.ipynb #15dec407
 class _PackedPIL:
     "A PIL image stored as a `uint8` array, rebuilt as its original fastai type on access"
     __slots__ = ('a','cls')
-    def __init__(self, img): self.a,self.cls = np.asarray(img).copy(),type(img)
+    def __init__(self, img): self.a,self.cls = np.asarray(img),type(img) # (PIL hands over a new read-only buffer: no copy needed)
     def unpack(self): return self.cls.create(self.a) if hasattr(self.cls,'create') else self.cls(Image.fromarray(self.a))
     @property
     def nbytes(self): return self.a.nbytes
@@ -464,7 +464,7 @@ class LeanPipeline(Pipeline):
     def __reduce_ex__(self, proto): # pickled (`export`) and copied as fastai's own Pipeline: loading never needs fastperf
         return copyreg._reconstructor, (Pipeline, object, None), dict(self.__dict__)
 
-# %% ../nbs/10_pipeline.ipynb #c7479e8e
+# %% ../nbs/10_pipeline.ipynb #10a113d3
 ITEM_CACHE_FRAC = 0.25 # the item caches together keep at most this share of the memory available when one is (re)started
 
 _no_tf = torch._C.DisableTorchFunctionSubclass # tensor attributes read without fastai's `__torch_function__`
@@ -502,9 +502,9 @@ def _same_twice(o, make)->bool:
         random.seed(12345); np.random.seed(12345); torch.manual_seed(12345)
         return _same(o, make())
 
-def _sig(tls)->tuple:
-    "What an item cache is filled under: each list's identity and length, its transforms' identity and number, the split"
-    return tuple([(id(tl.items), len(tl.items), id(tl.tfms.fs), len(tl.tfms.fs), tl.tfms.split_idx) for tl in tls])
+def _sig(tls, mk=None)->tuple:
+    "What an item cache is filled under: each list's identity and length, its transforms' identity and number, the split, and the loader's item makers (`set_item_makers`)"
+    return tuple([(id(tl.items), len(tl.items), id(tl.tfms.fs), len(tl.tfms.fs), tl.tfms.split_idx) for tl in tls]) + (mk,)
 
 class _ItemCache:
     "What one fastai `Datasets` makes of each index, kept in RAM while its lists and transforms stay the same, they give the same item twice, and the caches fit their share of memory"
@@ -565,7 +565,18 @@ def item_cache_bytes(dls)->int:
     "Bytes the item caches of `dls`' datasets hold"
     return sum(c.nbytes for dl in getattr(dls, 'loaders', [dls]) if (c := _ITEM_CACHES.get(getattr(dl, 'dataset', None))) is not None) if _ITEM_CACHES else 0
 
-def _make_item(tls, s): return tuple([tl.tfms(tl.items[s]) for tl in tls])
+_ITEM_MAKERS = weakref.WeakKeyDictionary() # fastai `DataLoader` -> a function per list of its dataset (None: the list's own transforms)
+
+def set_item_makers(dl, # A fastai `DataLoader` whose `create_item` is lean (`lean_pipelines`)
+                    mk:tuple|None, # A function per list of the loader's `Datasets` that makes that list's part of an item from the list's raw item (None for a list: its own transforms); None: every list's own
+                   ):
+    "Let lean loader `dl` make the parts of its items with functions of its own (a faster decoder, say) in place of its dataset's transforms; the loader's item cache is then its own, and its `after_item` must expect what they make"
+    if mk is None: _ITEM_MAKERS.pop(dl, None)
+    else: _ITEM_MAKERS[dl] = tuple(mk)
+
+def _make_item(tls, s, mk=None):
+    if mk is None: return tuple([tl.tfms(tl.items[s]) for tl in tls])
+    return tuple([(tl.tfms if f is None else f)(tl.items[s]) for tl,f in zip(tls, mk)])
 
 def _lean_create_item(self, s):
     "fastai's `DataLoader.create_item`, as `lean_pipelines` sets it on a loader: an `int` index into fastai's own `Datasets` of `TfmdLists` over lists takes each list's item and transforms it directly, what `Datasets.__getitem__` and `TfmdLists.__getitem__` return without an `L` made per item and list; from the dataset's item cache where it holds one"
@@ -574,13 +585,14 @@ def _lean_create_item(self, s):
         tls = ds.tls
         if all(type(tl) is TfmdLists and type(tl.items) is list and '_after_item' not in tl.__dict__ for tl in tls):
             c = _ITEM_CACHES.get(ds) if _ITEM_CACHES else None
-            if c is None or get_worker_info() is not None: return _make_item(tls, s) # (a worker process's cache would die with it)
-            sig = _sig(tls)
+            mk = _ITEM_MAKERS.get(self) if _ITEM_MAKERS else None
+            if c is None or get_worker_info() is not None: return _make_item(tls, s, mk) # (a worker process's cache would die with it)
+            sig = _sig(tls, mk)
             if sig!=c.sig: c.reset(sig, tls)
             o = c.get(s) if c.ok else None
             if o is None:
-                o = _make_item(tls, s)
-                c.put(s, o, functools.partial(_make_item, tls, s))
+                o = _make_item(tls, s, mk)
+                c.put(s, o, functools.partial(_make_item, tls, s, mk))
             return o
     return type(self).create_item(self, s)
 _lean_create_item.__name__ = 'create_item' # a lean loader pickles it as `getattr(dl, 'create_item')`: fastai's own method when loaded, fastperf or not
@@ -591,14 +603,16 @@ def _fa_item(dl)->bool:
     fa = m is None or getattr(m, '__func__', None) is _FaDataLoader.create_item # a loaded lean loader has fastai's method as an attribute
     return fa and type(dl).create_item is _FaDataLoader.create_item
 
-def _is_lean(dl)->bool: return getattr(dl.__dict__.get('create_item'), '__func__', None) is _lean_create_item
+def is_lean(dl)->bool:
+    "Whether loader `dl` makes its items with the lean `create_item` (`lean_pipelines`)"
+    return getattr(dl.__dict__.get('create_item'), '__func__', None) is _lean_create_item
 
 STACK_MISSING = 0.1 # a loader stacks its items once at most this share of them is not in the item cache yet (the rest are made then)
 
 def _lean_batch_ok(dl)->bool:
     "Whether `dl` makes its batches as fastai's `DataLoader` does, item by item from its lean `create_item` (fastai's own batch methods, none of them an attribute of the loader's own, indexed, a batch size, nothing in `before_batch`), so stacked batches may stand in"
     ms = ('create_batches','do_item','do_batch','create_batch','retain','chunkify')
-    return (_is_lean(dl) and dl.indexed and bool(dl.bs) and not any(m in dl.__dict__ for m in ms[1:]) and not len(getattr(dl.before_batch, 'fs', [0]))
+    return (is_lean(dl) and dl.indexed and bool(dl.bs) and not any(m in dl.__dict__ for m in ms[1:]) and not len(getattr(dl.before_batch, 'fs', [0]))
             and all(getattr(type(dl), m) is getattr(_FaDataLoader, m) for m in ms))
 
 class _Stack:
@@ -636,7 +650,7 @@ def _stacked(dl):
     "The stack of `dl`'s items, made when the item cache of its dataset holds (nearly) all of them; None while it cannot be used"
     ds = dl.dataset
     c = _ITEM_CACHES.get(ds) if _ITEM_CACHES else None
-    if c is None or not c.ok or not len(ds) or get_worker_info() is not None or dl.fake_l.num_workers or not _lean_batch_ok(dl) or c.sig!=_sig(ds.tls): return None
+    if c is None or not c.ok or not len(ds) or get_worker_info() is not None or dl.fake_l.num_workers or not _lean_batch_ok(dl) or c.sig!=_sig(ds.tls, _ITEM_MAKERS.get(dl) if _ITEM_MAKERS else None): return None
     p = dl.after_item
     key = (id(p.fs), len(p.fs), p.split_idx)
     st = c.stacks.get(key, (None, None))[1] # (each entry holds its transforms' list: no other takes its identity while it lives)
@@ -768,8 +782,8 @@ def unlean_pipelines(dls, # `DataLoaders` (or one `DataLoader`), or the list `le
                 o.after_batch = old[0] if old[0] is not None else _unread(o.after_batch)
             continue
         if nm=='create_item':
-            if _is_lean(o): del o.__dict__['create_item']
-            release_item_caches(o)
+            if is_lean(o): del o.__dict__['create_item']
+            _ITEM_MAKERS.pop(o, None); release_item_caches(o)
             continue
         p = getattr(o, nm)
         if isinstance(p, LeanPipeline): setattr(o, nm, p._orig)
