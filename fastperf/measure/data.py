@@ -18,8 +18,8 @@ from fastai.vision.core import imagenet_stats
 from fasttransform import Transform
 
 # %% auto #0
-__all__ = ['SynthImage', 'synthetic_dls', 'synth_images', 'SynthItems', 'fastai_dls', 'write_jpegs', 'DigitImage', 'digits_dls',
-           'small_cnn', 'digits_accuracy', 'folder_dls', 'imagenette_dls']
+__all__ = ['SynthImage', 'synthetic_dls', 'synth_images', 'SynthItems', 'fastai_dls', 'write_jpegs', 'photo_folder', 'DigitImage',
+           'digits_dls', 'small_cnn', 'digits_accuracy', 'folder_dls', 'imagenette_dls']
 
 # %% ../../nbs/22_measure_data.ipynb #fef9e91a
 class SynthImage(Transform):
@@ -134,6 +134,41 @@ def write_jpegs(path, # Folder to write `train/` and `valid/` class folders into
         for k in range(o, o+n):
             d = path/split/f'c{k%n_classes}'; d.mkdir(parents=True, exist_ok=True)
             Image.fromarray(img(k).permute(1,2,0).numpy()).save(d/f'{k}.jpg', quality=quality)
+    return path
+
+# %% ../../nbs/22_measure_data.ipynb #0750fe99
+def _sample_photos()->dict:
+    "The photographs scikit-learn and matplotlib ship, as RGB PIL images: name -> image"
+    from PIL import Image
+    from sklearn.datasets import load_sample_images
+    import matplotlib.cbook as cbook
+    china,flower = load_sample_images().images
+    with cbook.get_sample_data('grace_hopper.jpg') as f: hopper = Image.open(f).convert('RGB')
+    return dict(china=Image.fromarray(china), flower=Image.fromarray(flower), grace_hopper=hopper)
+
+def photo_folder(path, # Folder to write `train/` and `valid/` class folders into
+                 n_train:int=512, # Training images (spread over the three photographs)
+                 n_valid:int=128, # Validation images
+                 size:tuple=(500,375), # Width and height of each crop (at most 512x427)
+                 seed:int=0, # Seed for the crops' places and mirroring
+                 quality:int=90, # JPEG quality
+                )->Path:
+    "Write crops of the sample photographs scikit-learn and matplotlib ship as a JPEG folder in ImageNet layout (a class per photograph): real photos, offline"
+    w,h = size
+    if min(n_train, w, h)<1 or n_valid<0: raise ValueError(f"photo_folder needs n_train and a size >= 1 and n_valid >= 0, got {n_train}, {size}, {n_valid}")
+    if w>512 or h>427: raise ValueError(f"photo_folder: a crop is at most 512x427 (the smallest photograph's width and height), got {w}x{h}")
+    if not 1<=quality<=95: raise ValueError(f"photo_folder: quality is PIL's JPEG quality, 1 to 95, got {quality}")
+    from PIL import Image
+    photos,path,rng = _sample_photos(),Path(path),np.random.default_rng(seed)
+    names = list(photos)
+    for split,n,o in (('train',n_train,0),('valid',n_valid,n_train)):
+        for k in range(o, o+n):
+            nm = names[k%len(names)]; im = photos[nm]
+            x,y = int(rng.integers(0, im.width-w+1)),int(rng.integers(0, im.height-h+1))
+            c = im.crop((x, y, x+w, y+h))
+            if rng.random()<0.5: c = c.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+            d = path/split/nm; d.mkdir(parents=True, exist_ok=True)
+            c.save(d/f'{k}.jpg', quality=quality)
     return path
 
 # %% ../../nbs/22_measure_data.ipynb #f4bbfbee
