@@ -136,7 +136,7 @@ def write_jpegs(path, # Folder to write `train/` and `valid/` class folders into
             Image.fromarray(img(k).permute(1,2,0).numpy()).save(d/f'{k}.jpg', quality=quality)
     return path
 
-# %% ../../nbs/22_measure_data.ipynb #0750fe99
+# %% ../../nbs/22_measure_data.ipynb #4df2cb2e
 def _sample_photos()->dict:
     "The photographs scikit-learn and matplotlib ship, as RGB PIL images: name -> image"
     from PIL import Image
@@ -152,21 +152,26 @@ def photo_folder(path, # Folder to write `train/` and `valid/` class folders int
                  size:tuple=(500,375), # Width and height of each crop (at most 512x427)
                  seed:int=0, # Seed for the crops' places and mirroring
                  quality:int=90, # JPEG quality
+                 tiles:int=1, # Each image a `tiles` x `tiles` mosaic of such crops (large photos: 4 gives 2000x1500)
                 )->Path:
     "Write crops of the sample photographs scikit-learn and matplotlib ship as a JPEG folder in ImageNet layout (a class per photograph): real photos, offline"
     w,h = size
     if min(n_train, w, h)<1 or n_valid<0: raise ValueError(f"photo_folder needs n_train and a size >= 1 and n_valid >= 0, got {n_train}, {size}, {n_valid}")
     if w>512 or h>427: raise ValueError(f"photo_folder: a crop is at most 512x427 (the smallest photograph's width and height), got {w}x{h}")
     if not 1<=quality<=95: raise ValueError(f"photo_folder: quality is PIL's JPEG quality, 1 to 95, got {quality}")
+    if tiles<1: raise ValueError(f"photo_folder: tiles must be >= 1, got {tiles}")
     from PIL import Image
     photos,path,rng = _sample_photos(),Path(path),np.random.default_rng(seed)
     names = list(photos)
     for split,n,o in (('train',n_train,0),('valid',n_valid,n_train)):
         for k in range(o, o+n):
             nm = names[k%len(names)]; im = photos[nm]
-            x,y = int(rng.integers(0, im.width-w+1)),int(rng.integers(0, im.height-h+1))
-            c = im.crop((x, y, x+w, y+h))
-            if rng.random()<0.5: c = c.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+            c = Image.new('RGB', (w*tiles, h*tiles))
+            for j in range(tiles*tiles):
+                x,y = int(rng.integers(0, im.width-w+1)),int(rng.integers(0, im.height-h+1))
+                t = im.crop((x, y, x+w, y+h))
+                if rng.random()<0.5: t = t.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+                c.paste(t, ((j%tiles)*w, (j//tiles)*h))
             d = path/split/nm; d.mkdir(parents=True, exist_ok=True)
             c.save(d/f'{k}.jpg', quality=quality)
     return path

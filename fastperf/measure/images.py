@@ -64,7 +64,7 @@ def _epoch(dl)->float:
     for b in dl: n += len(b[0])
     return n/(time.perf_counter()-t)
 
-# %% ../../nbs/29b_measure_images.ipynb #02e99674
+# %% ../../nbs/29b_measure_images.ipynb #5c3f84db
 DISK = 'fastperf, decoded on disk'
 PIPELINES = ('fastai','fastperf',DISK,'torchvision')
 
@@ -94,6 +94,7 @@ def image_pipelines(path=None, # An image folder with `train/` and `valid/` clas
     ctmp = tempfile.TemporaryDirectory() if disk else None
     if disk: # a run before: every image decoded and stored
         for dl in _loaders(DISK, path, size, min_scale, bs, 0, ctmp.name): _epoch(dl)
+    if hasattr(os, 'sync'): os.sync() # the files just written reach the disk now, not during the timed epochs
     def job(kind, w):
         def f(r):
             gc.collect() # the last job's loaders and caches freed now, not during this job's epochs
@@ -165,7 +166,7 @@ def image_accuracy(path=None, # An image folder with `train/` and `valid/` class
         if tmp is not None: tmp.cleanup()
     return pd.DataFrame(rows)
 
-# %% ../../nbs/29b_measure_images.ipynb #804bf5f4
+# %% ../../nbs/29b_measure_images.ipynb #b8f205de
 def save_images(res:dict, out)->list:
     "Write `images.csv` (and `images_accuracy.csv`) and `images.json` into folder `out`; returns their paths"
     import json
@@ -190,6 +191,7 @@ def _parser():
     p.add_argument('--rounds', type=int, default=3, help="interleaved rounds (default 3)")
     p.add_argument('--threads', type=int, default=1, help="torch threads (default 1: images per second per core)")
     p.add_argument('--no-disk', action='store_true', help="skip fastperf with the decoded images on disk")
+    p.add_argument('--tiles', type=int, default=1, help="without --folder: each photo a TILES x TILES mosaic of 500x375 crops (5: 2500x1875 photos, 160 of them)")
     p.add_argument('--accuracy', action='store_true', help="also train a small CNN on fastai's and fastperf's pipeline from the same seeds (image_accuracy)")
     p.add_argument('--out', help="folder for the files (default: fastperf-images-<time>)")
     return p
@@ -197,7 +199,7 @@ def _parser():
 def main(argv=None):
     p = _parser()
     a = p.parse_args(argv)
-    for n in ('size','bs','rounds','threads'):
+    for n in ('size','bs','rounds','threads','tiles'):
         if getattr(a, n)<1: p.error(f"--{n} must be >= 1")
     if a.epochs<2: p.error("--epochs must be >= 2 (the first epoch and a cached one)")
     if not 0<a.min_scale<=1: p.error("--min-scale must be in (0,1]")
@@ -211,9 +213,11 @@ def main(argv=None):
     tmp = None
     try:
         folder = a.folder
-        if folder is None: tmp = tempfile.TemporaryDirectory(); folder = photo_folder(tmp.name)
+        if folder is None:
+            tmp = tempfile.TemporaryDirectory()
+            folder = photo_folder(tmp.name, tiles=a.tiles) if a.tiles==1 else photo_folder(tmp.name, n_train=128, n_valid=32, tiles=a.tiles)
         res = dict(speed=image_pipelines(folder, size=a.size, min_scale=a.min_scale, bs=a.bs, workers=a.workers, epochs=a.epochs, rounds=a.rounds, threads=a.threads, disk=not a.no_disk))
-        if a.folder is None: res['speed'].attrs['folder'] = 'photo_folder()'
+        if a.folder is None: res['speed'].attrs['folder'] = f'photo_folder(tiles={a.tiles})'
         if a.accuracy: res['accuracy'] = image_accuracy(folder)
     except KeyboardInterrupt:
         print(f"fastperf-images: interrupted; nothing written to {out}", file=sys.stderr)
