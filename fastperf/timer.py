@@ -194,7 +194,15 @@ class StepRecorder:
                     valid_samples_per_sec=self.valid_samples/vs if vs>0 and self.valid_samples else None,
                     timing='cuda events' if self.cuda else 'perf_counter + synchronize' if self.sync else 'perf_counter')
 
-# %% ../nbs/09_timer.ipynb #ad96bfbb
+# %% ../nbs/09_timer.ipynb #3fd3abc5
+def _image_pipeline(dl)->str|None:
+    "Whether loader `dl` makes its items from image files: 'fastperf' (`fast_images`' pipeline), 'fastai' (PIL's decode, fastai's `ToTensor`), or None"
+    p = getattr(dl, 'after_item', None)
+    if type(p).__name__=='ImagePipeline': return 'fastperf'
+    tls = getattr(getattr(dl, 'dataset', None), 'tls', None)
+    files = bool(tls) and len(tls[0].items)>0 and isinstance(tls[0].items[0], (str, Path))
+    return 'fastai' if files and any(type(t).__name__=='ToTensor' for t in getattr(p, 'fs', [])) else None
+
 def verdict_advice(report:pd.DataFrame, # Phase table as `StepRecorder.report()` gives
                    device:torch.device, # Device trained on (on CUDA a phase is GPU time, idle time included)
                    features:set=frozenset(), # Speed features the run has, as `ThroughputTimer.features_on()` names them: never advised again
@@ -207,6 +215,8 @@ def verdict_advice(report:pd.DataFrame, # Phase table as `StepRecorder.report()`
                    step_cbs:list=(), # Callbacks with work at every training step
                    opt_cbs:list=(), # Callbacks with work in before_step/after_step, which run inside the optimizer phase
                    threshold:float=0.3, # Share of the step that makes a phase worth advice
+                   bs:int|None=None, # The training batch size (for the loader's rate in samples/s)
+                   images:str|None=None, # The loader's image-file pipeline: 'fastai' (PIL's decode and crops) or 'fastperf' (`fast_images`); None: none
                   )->str:
     "Plain-words diagnosis of a phase table: which phase dominates the step and what to do about it"
     missing = {*PHASES,'step'}-set(report.index) | {'share','mean_ms'}-set(report.columns)
@@ -221,6 +231,15 @@ def verdict_advice(report:pd.DataFrame, # Phase table as `StepRecorder.report()`
                     "with fastperf's `tune_workers(learn)` (fastperf.pipeline; more workers is not always faster when they share the "
                     f"cores with the model){'' if cached else ', cache decoded items in RAM (`ram_cache`)'}, or preprocess offline "
                     "(decode and resize once, store small uint8 arrays).")
+        if bs and num_workers==0 and ms['data']>0 and ms['step']>ms['data']: # the loader's whole work is in the data phase: its rate, against the rest of the step's
+            feed,eat = bs/ms['data']*1e3,bs/(ms['step']-ms['data'])*1e3
+            msgs[-1] += (f" The loader makes {feed:,.0f} samples/s in this process; the rest of the step would take {eat:,.0f}: "
+                         f"it needs {eat/feed:.1f}x the loader's rate to keep up.")
+        if images=='fastai': msgs[-1] += (" The items are image files decoded and cropped by PIL: `learn.to_fastperf()` (or fastperf's `fast_images(learn.dls)`) "
+                                          "decodes them with torchvision and crops `uint8` tensors with fastai's own crop boxes, keeping the decoded images "
+                                          "for later epochs (fastperf.images; on this project's CPU 1.5x per core in the first epoch, 5x after).")
+        elif images=='fastperf' and num_workers not in (0,'?'): msgs[-1] += (" fastperf's image pipeline is on, but its decoded images kept in RAM die with "
+                                          "fastai's workers at each epoch's end: `fast_images(learn.dls, cache_dir=...)` keeps them on disk, for the workers too.")
     if sh['to_device']>=threshold:
         todo = ([] if uint8 else ["send uint8 and convert on the device (fastperf's `uint8_batches`)"]) + ([] if pin_memory else ["use pin_memory=True"])
         fix = (f"{', and '.join(todo)}." if todo else
@@ -298,7 +317,7 @@ class _TimerLast(FastCallback):
         if self.timer.learn.training: self.timer.step_recorder.stepped = True
     def after_batch(self): self.timer._end_step()
 
-# %% ../nbs/09_timer.ipynb #0493f7d5
+# %% ../nbs/09_timer.ipynb #c2abfee1
 _NO_FIT = ("ThroughputTimer has no measurements: it times training steps, so fit the Learner with the timer first "
            "(for where the time of a `get_preds` call goes, `get_preds_breakdown(learn)`)")
 
@@ -520,7 +539,8 @@ class ThroughputTimer(FastCallback, RestoringCallback):
                               num_workers=getattr(getattr(dl, 'fake_l', dl), 'num_workers', '?'), pin_memory=getattr(dl, 'pin_memory', False),
                               uint8=any(isinstance(t, IntToFloatTensor) for t in getattr(getattr(dl, 'after_batch', None), 'fs', [])),
                               cached=type(getattr(dl, 'dataset', None)).__name__=='CachedDataset', optimizer=self._optimizer_name(),
-                              step_cbs=self._step_callbacks(), opt_cbs=self._step_callbacks(('before_step','after_step')))
+                              step_cbs=self._step_callbacks(), opt_cbs=self._step_callbacks(('before_step','after_step')),
+                              bs=getattr(dl, 'bs', None), images=_image_pipeline(dl))
 
     def _learner(self)->Learner:
         "The Learner of the last fit (fastai detaches a callback passed to `fit(cbs=...)` when the fit ends)"
