@@ -34,7 +34,7 @@ from .core import model_device, device_sync, RNGState, hook_to_device
 __all__ = ['ITEM_CACHE_FRAC', 'STACK_MISSING', 'host_items', 'set_loader', 'loader_state', 'restore_loaders', 'tune_workers',
            'TuneWorkers', 'CachedDataset', 'ram_cache', 'tensor_bytes', 'H2DBytes', 'h2d_bytes', 'ToUint8',
            'uint8_batches', 'type_key', 'may_apply', 'LeanPipeline', 'hold_item_cache', 'release_item_caches',
-           'item_cache_bytes', 'set_item_makers', 'is_lean', 'lean_pipelines', 'unlean_pipelines']
+           'item_cache_bytes', 'set_item_makers', 'item_makers', 'is_lean', 'lean_pipelines', 'unlean_pipelines']
 
 # %% ../nbs/10_pipeline.ipynb #04890b2c
 def _split_batch(learn, b):
@@ -464,7 +464,7 @@ class LeanPipeline(Pipeline):
     def __reduce_ex__(self, proto): # pickled (`export`) and copied as fastai's own Pipeline: loading never needs fastperf
         return copyreg._reconstructor, (Pipeline, object, None), dict(self.__dict__)
 
-# %% ../nbs/10_pipeline.ipynb #10a113d3
+# %% ../nbs/10_pipeline.ipynb #a9a15781
 ITEM_CACHE_FRAC = 0.25 # the item caches together keep at most this share of the memory available when one is (re)started
 
 _no_tf = torch._C.DisableTorchFunctionSubclass # tensor attributes read without fastai's `__torch_function__`
@@ -573,6 +573,10 @@ def set_item_makers(dl, # A fastai `DataLoader` whose `create_item` is lean (`le
     "Let lean loader `dl` make the parts of its items with functions of its own (a faster decoder, say) in place of its dataset's transforms; the loader's item cache is then its own, and its `after_item` must expect what they make"
     if mk is None: _ITEM_MAKERS.pop(dl, None)
     else: _ITEM_MAKERS[dl] = tuple(mk)
+
+def item_makers(dl)->tuple|None:
+    "The item makers `set_item_makers` gave loader `dl` (None: its dataset's transforms)"
+    return _ITEM_MAKERS.get(dl) if _ITEM_MAKERS else None
 
 def _make_item(tls, s, mk=None):
     if mk is None: return tuple([tl.tfms(tl.items[s]) for tl in tls])
