@@ -220,7 +220,7 @@ def image_steps(dl)->list|None:
         steps.append((_rrc if type(t) is a.RandomResizedCrop else _rsz, t, _mode(t)))
     return steps
 
-# %% ../nbs/10b_images.ipynb #c4c68699
+# %% ../nbs/10b_images.ipynb #581c53e4
 def _need(steps, w, h)->float:
     "The smallest scale of a `w`x`h` image at which every crop `steps` can take is still at least the size it is resized to (1: the full image is needed)"
     if len(steps)!=1: return 1.
@@ -251,23 +251,44 @@ def _jpeg_size(b)->tuple|None:
         i += 2+int.from_bytes(b[i+2:i+4], 'big')
     return None
 
+def _decode_device(device):
+    "The CUDA device to decode on, from what a user passed (None or 'cpu': None); a clear error where CUDA is asked for and absent"
+    if device is None: return None
+    device = torch.device(device)
+    if device.type=='cpu': return None
+    if device.type!='cuda': raise ValueError(f"decode_device: JPEGs are decoded on a CUDA device (nvJPEG) or the CPU, got {device}")
+    if not torch.cuda.is_available(): raise ValueError(f"decode_device={str(device)!r}, but torch sees no CUDA device here: leave it None to decode on the CPU")
+    return device
+
+def _gpu_decode(b, device)->TensorImage|None:
+    "The JPEG bytes `b` decoded on `device` by torchvision (nvJPEG on CUDA), back on the host in the CPU decoder's layout; None where it cannot"
+    tvio = _tvio()
+    if tvio is None or not hasattr(tvio, 'decode_jpeg'): return None
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore', DeprecationWarning) # (torchvision 0.29 deprecates its decoders)
+        try: x = tvio.decode_jpeg(torch.frombuffer(b, dtype=torch.uint8), mode=tvio.ImageReadMode.RGB, device=device)
+        except RuntimeError: return None
+    if not (x.dtype==torch.uint8 and x.ndim==3 and x.shape[0]==3): return None
+    return TensorImage(x.permute(1,2,0).contiguous().cpu().permute(2,0,1)) # (height, width, channels in memory, as the CPU decoder's)
+
 class ImageDecoder:
     "Decode an image file for crops by `steps`: reduced in the JPEG decoder where every crop needs at most 1/(2`margin`) of its size, else at full size (`decode_image_file`)"
     def __init__(self, steps:list, # What `image_steps` returns
                  reduce:bool=True, # Decode JPEGs reduced where the crops allow it
                  margin:float=2., # Decode at least this many times larger than any crop needs (the resize after shrinks by this much at least)
-                ): self.steps,self.reduce,self.margin = steps,reduce,margin
+                 device=None, # A CUDA device to decode JPEGs on (nvJPEG, `torchvision.io.decode_jpeg(device=...)`; the image comes back to the host); None: the CPU
+                ): self.steps,self.reduce,self.margin,self.device = steps,reduce,margin,_decode_device(device)
     @property
     def key(self)->str: # what it makes of a file: `DiskImages` keeps each decoder's images apart
         return repr([(type(t).__name__, t.size, getattr(t,'min_scale',None), getattr(t,'ratio',None), getattr(t,'val_xtra',None), getattr(t,'method',None))
-                     for _,t,_ in self.steps]) + f'reduce={self.reduce},margin={self.margin}'
+                     for _,t,_ in self.steps]) + f'reduce={self.reduce},margin={self.margin}' + (',nvjpeg' if self.device is not None else '')
     def __eq__(self, o): return type(o) is ImageDecoder and o.key==self.key # (two loaders over one dataset share its item cache)
     def __hash__(self): return hash(self.key)
     def __call__(self, fn)->TensorImage:
         try: b = _read_bytes(fn)
         except OSError: return decode_image_file(fn) # (fastai's error)
-        wh = _jpeg_size(b) if self.reduce else None
-        if wh is not None:
+        wh = _jpeg_size(b) if self.reduce or self.device is not None else None
+        if wh is not None and self.reduce:
             w,h = wh
             s = self.margin*_need(self.steps, w, h)
             if s<=0.5:
@@ -279,6 +300,9 @@ class ImageDecoder:
                     if (x.shape[-1],x.shape[-2])!=(w,h): x.orig_size = (w,h)
                     return x
                 except OSError: pass # (PIL cannot read it: torchvision's decoder, or fastai's error)
+        if self.device is not None and wh is not None and get_worker_info() is None: # (a forked worker cannot use CUDA)
+            x = _gpu_decode(b, self.device)
+            if x is not None: return x
         return decode_image_file(fn, b)
 
 # %% ../nbs/10b_images.ipynb #97e25758
@@ -325,12 +349,14 @@ def _why_not(dl)->str|None:
         return "the item transforms act on other parts of the items too (masks, boxes, points)"
     return None
 
-# %% ../nbs/10b_images.ipynb #dec3d529
+# %% ../nbs/10b_images.ipynb #72f13b63
 def fast_images(dls, # `DataLoaders` (or one `DataLoader`) of an image folder, changed in place
                 cache_dir=None, # A folder to keep the decoded images in (`DiskImages`), for later epochs and later runs; None: only the item cache in RAM
                 reduce:bool=True, # Decode JPEGs reduced where every crop needs at most half the image (`ImageDecoder`)
+                decode_device=None, # A CUDA device to decode JPEGs on (nvJPEG; the images come back to the host, where the caches and crops are); None: the CPU
                )->list:
     "Give each loader of `dls` that holds fastai's image pipeline torchvision's decoder and fastai's crops and resizes on `uint8` tensors (lean pipelines first, where they are not yet); returns what it changed, for `slow_images`"
+    _decode_device(decode_device) # (before anything changes)
     done = []
     for dl in getattr(dls, 'loaders', [dls]):
         if not isinstance(dl, _FaDataLoader): continue
@@ -345,7 +371,7 @@ def fast_images(dls, # `DataLoaders` (or one `DataLoader`) of an image folder, c
         if not is_lean(dl): unlean_pipelines(lean); continue # a `create_item` of the loader's own: its items are not the dataset's
         old,steps = dl.after_item,image_steps(dl)
         dl.after_item = ImagePipeline(old, steps)
-        dec = ImageDecoder(steps, reduce=reduce)
+        dec = ImageDecoder(steps, reduce=reduce, device=decode_device)
         mk = dec if cache_dir is None else DiskImages(dl.dataset.tls[0].items, cache_dir, decode=dec)
         set_item_makers(dl, (mk,) + (None,)*(len(dl.dataset.tls)-1))
         done.append((dl, old, lean, None))

@@ -18,7 +18,8 @@ def test_images_cli(tmp_path):
     assert 'fastperf vs fastai' in r.stdout and 'wrote' in r.stdout
 
 @pytest.mark.parametrize('args,msg', [(['--epochs','1'], '--epochs must be >= 2'), (['--workers','-1'], '--workers must be >= 0'),
-                                      (['--folder','/nonexistent'], 'no train/ folder')])
+                                      (['--folder','/nonexistent'], 'no train/ folder')]
+                         + ([(['--decode-device','cuda'], 'torch sees no CUDA device')] if not __import__('torch').cuda.is_available() else []))
 def test_images_bad_arguments(tmp_path, args, msg):
     "Bad input: one error line, exit code 2, nothing written"
     out = tmp_path/'never'
