@@ -322,25 +322,52 @@ class ImagePipeline(LeanPipeline):
             x = f(t, m, x, orig, self.split_idx); orig = (x.shape[-1],x.shape[-2])
         return (TensorImage(x), *o[1:])
 
-# %% ../nbs/10b_images.ipynb #2d0c2f0c
-def _opens_images(tl)->bool:
-    "Whether list `tl` opens its items with fastai's `PILImage.create` (its only transform other than `noop`s) and they are all file paths"
+# %% ../nbs/10b_images.ipynb #f3fdb8cb
+def _path_tfms(tl)->list|None:
+    "The transforms list `tl` applies to an item before fastai's `PILImage.create` opens the file they name (`noop`s left out: `[]` for a list of paths, `ItemGetter`/`ColReader`/a `get_x` otherwise), where its last transform is `PILImage.create` and they give file paths for its items; else None"
     c,_ = _vision()
-    if type(tl) is not TfmdLists or type(tl.items) is not list or '_after_item' in tl.__dict__: return False
+    if type(tl) is not TfmdLists or type(tl.items) is not list or '_after_item' in tl.__dict__ or not len(tl.items): return None
     fs = list(tl.tfms.fs)
-    if not fs: return False
-    for t in fs[:-1]:
-        if not all(m.implementation is noop for m in getattr(t.encodes, 'methods', [None])): return False
-    ms = getattr(fs[-1].encodes, 'methods', [])
-    if len(ms)!=1 or ms[0].implementation!=c.PILImage.create: return False
-    return all(isinstance(o, (str, Path)) for o in tl.items)
+    ms = getattr(fs[-1].encodes, 'methods', []) if fs else []
+    if len(ms)!=1 or ms[0].implementation!=c.PILImage.create: return None
+    pre = [t for t in fs[:-1] if not all(m.implementation is noop for m in getattr(t.encodes, 'methods', [None]))]
+    def path(o):
+        for t in pre: o = t(o, split_idx=tl.tfms.split_idx)
+        return o
+    try: ok = all(isinstance(path(tl.items[i]), (str, Path)) for i in sorted({0, len(tl.items)//2, len(tl.items)-1}))
+    except Exception: return None
+    return pre if ok else None
+
+class _Opener:
+    "Make the image of a list's item: its path from the list's own transforms before `PILImage.create` (`_path_tfms`), then `decode` of the path"
+    def __init__(self, pre:list, decode, split_idx=None): self.pre,self.decode,self.split_idx = pre,decode,split_idx
+    def path(self, o):
+        for t in self.pre: o = t(o, split_idx=self.split_idx)
+        return o
+    def __call__(self, o): return self.decode(self.path(o))
+    def __eq__(self, o): return type(o) is _Opener and o.decode==self.decode and len(o.pre)==len(self.pre) and all(a is b for a,b in zip(o.pre, self.pre))
+    def __hash__(self): return hash(self.decode)
+
+def _maker(tl, dec, cache_dir=None):
+    "The item maker for list `tl`: `dec` (in `DiskImages` with a `cache_dir`) of each item's path"
+    pre = _path_tfms(tl)
+    op = _Opener(pre, None, tl.tfms.split_idx)
+    if cache_dir is not None: dec = DiskImages([op.path(o) for o in tl.items], cache_dir, decode=dec)
+    if not pre: return dec
+    op.decode = dec; return op
+
+def _decoder(mk):
+    "The `ImageDecoder` inside item maker `mk`"
+    if isinstance(mk, _Opener): mk = mk.decode
+    if isinstance(mk, DiskImages): mk = mk.decode
+    return mk
 
 def _why_not(dl)->str|None:
     "Why `fast_images` leaves loader `dl` alone (None: it can act)"
     if _vision() is None: return "fastai's vision modules are not in use"
     ds = getattr(dl, 'dataset', None)
     if type(ds) is not Datasets or not len(ds.tls) or not dl.indexed: return "its dataset is not a fastai `Datasets`"
-    if not _opens_images(ds.tls[0]): return "its first list does not open image files with `PILImage.create`"
+    if _path_tfms(ds.tls[0]) is None: return "its first list does not open image files with `PILImage.create`"
     if image_steps(dl) is None: return "its item transforms are not only `RandomResizedCrop`, `Resize` (crop, squish) and `ToTensor`"
     if not len(ds): return "its dataset is empty"
     rest = ds[0][1:] # the other parts of an item: the image transforms must not act on them
@@ -349,7 +376,7 @@ def _why_not(dl)->str|None:
         return "the item transforms act on other parts of the items too (masks, boxes, points)"
     return None
 
-# %% ../nbs/10b_images.ipynb #72f13b63
+# %% ../nbs/10b_images.ipynb #8d318ddc
 def fast_images(dls, # `DataLoaders` (or one `DataLoader`) of an image folder, changed in place
                 cache_dir=None, # A folder to keep the decoded images in (`DiskImages`), for later epochs and later runs; None: only the item cache in RAM
                 reduce:bool=True, # Decode JPEGs reduced where every crop needs at most half the image (`ImageDecoder`)
@@ -362,8 +389,8 @@ def fast_images(dls, # `DataLoaders` (or one `DataLoader`) of an image folder, c
         if not isinstance(dl, _FaDataLoader): continue
         if isinstance(dl.after_item, ImagePipeline): # fast already (`to_fastperf`): only a disk cache to add
             mk = item_makers(dl)
-            if cache_dir is not None and mk is not None and isinstance(mk[0], ImageDecoder):
-                set_item_makers(dl, (DiskImages(dl.dataset.tls[0].items, cache_dir, decode=mk[0]),) + mk[1:])
+            if cache_dir is not None and mk is not None and isinstance(mk[0], (ImageDecoder,_Opener)) and isinstance(_decoder(mk[0]), ImageDecoder):
+                set_item_makers(dl, (_maker(dl.dataset.tls[0], _decoder(mk[0]), cache_dir),) + mk[1:])
                 done.append((dl, dl.after_item, [], mk))
             continue
         if _why_not(dl) is not None: continue
@@ -372,7 +399,7 @@ def fast_images(dls, # `DataLoaders` (or one `DataLoader`) of an image folder, c
         old,steps = dl.after_item,image_steps(dl)
         dl.after_item = ImagePipeline(old, steps)
         dec = ImageDecoder(steps, reduce=reduce, device=decode_device)
-        mk = dec if cache_dir is None else DiskImages(dl.dataset.tls[0].items, cache_dir, decode=dec)
+        mk = _maker(dl.dataset.tls[0], dec, cache_dir)
         set_item_makers(dl, (mk,) + (None,)*(len(dl.dataset.tls)-1))
         done.append((dl, old, lean, None))
     return done
