@@ -65,7 +65,7 @@ def _epoch(dl)->float:
     for b in dl: n += len(b[0])
     return n/(time.perf_counter()-t)
 
-# %% ../../nbs/29b_measure_images.ipynb #888ac916
+# %% ../../nbs/29b_measure_images.ipynb #b1d49696
 DISK,GPU = 'fastperf, decoded on disk','fastperf, nvJPEG'
 PIPELINES = ('fastai','fastperf',DISK,GPU,'torchvision')
 
@@ -107,7 +107,7 @@ def image_pipelines(path=None, # An image folder with `train/` and `valid/` clas
     try:
         with warnings.catch_warnings():
             warnings.simplefilter('ignore', UserWarning)
-            res = interleave({(k,w):job(k, w) for w in workers for k in kinds}, rounds=rounds, show=show)
+            res = interleave({(k,w):job(k, w) for w in workers for k in kinds if k!=GPU or w==0}, rounds=rounds, show=show) # (workers cannot use CUDA)
     finally:
         torch.set_num_threads(old)
         if ctmp is not None: ctmp.cleanup()
