@@ -35,7 +35,7 @@ def _tvio():
     except ImportError: return None
     return tvio if hasattr(tvio, 'decode_image') and hasattr(tvio, 'ImageReadMode') else None
 
-# %% ../nbs/10b_images.ipynb #d2eeb522
+# %% ../nbs/10b_images.ipynb #fff7697d
 def _read_bytes(fn)->bytearray:
     with open(fn, 'rb') as f: return bytearray(f.read()) # (writable: torch takes it without a copy or a warning)
 
@@ -46,7 +46,7 @@ def decode_image_file(fn, # Path of an image file (what `PILImage.create` opens)
     tvio,x = _tvio(),None
     if tvio is not None:
         try: b = _read_bytes(fn) if data is None else data
-        except OSError: b = None # (PIL's error below, as fastai's)
+        except (OSError, TypeError, ValueError): b = None # (not a readable path: PIL's result or error below, as fastai's)
         if b:
             with warnings.catch_warnings(): # torchvision 0.29 deprecates its decoders (for TorchCodec's) with a warning per call
                 warnings.simplefilter('ignore', DeprecationWarning)
