@@ -401,7 +401,7 @@ def _why_not(dl)->str|None:
         return "the item transforms act on other parts of the items too (masks, boxes, points)"
     return None
 
-# %% ../nbs/10b_images.ipynb #61c5ad2f
+# %% ../nbs/10b_images.ipynb #6286a60e
 def fast_images(dls, # `DataLoaders` (or one `DataLoader`) of an image folder, changed in place
                 cache_dir=None, # A folder to keep the decoded images in (`DiskImages`), for later epochs and later runs; None: only the item cache in RAM
                 reduce:bool=True, # Decode JPEGs reduced where every crop needs at most half the image (`ImageDecoder`)
@@ -412,11 +412,17 @@ def fast_images(dls, # `DataLoaders` (or one `DataLoader`) of an image folder, c
     done = []
     for dl in getattr(dls, 'loaders', [dls]):
         if not isinstance(dl, _FaDataLoader): continue
-        if isinstance(dl.after_item, ImagePipeline): # fast already (`to_fastperf`): only a disk cache to add
+        if isinstance(dl.after_item, ImagePipeline): # fast already (`to_fastperf`): only what is asked for explicitly changes (a disk cache, no reducing, the GPU)
             mk = item_makers(dl)
-            if cache_dir is not None and mk is not None and isinstance(mk[0], (ImageDecoder,_Opener)) and isinstance(_decoder(mk[0]), ImageDecoder):
-                set_item_makers(dl, (_maker(dl.dataset.tls[0], _decoder(mk[0]), cache_dir),) + mk[1:])
-                done.append((dl, dl.after_item, [], mk))
+            if mk is None or (cache_dir is None and reduce and decode_device is None): continue
+            cur = mk[0].decode if isinstance(mk[0], _Opener) else mk[0]
+            folder = cache_dir if cache_dir is not None else (cur.folder if isinstance(cur, DiskImages) else None)
+            want = ImageDecoder(dl.after_item._steps, reduce=reduce, device=decode_device)
+            if _decoder(mk[0])==want and (folder is None or (isinstance(cur, DiskImages) and Path(folder)==cur.folder)): continue # (as asked already)
+            try: new = _maker(dl.dataset.tls[0], want, folder)
+            except Exception: continue
+            set_item_makers(dl, (new,) + mk[1:])
+            done.append((dl, dl.after_item, [], mk))
             continue
         if _why_not(dl) is not None: continue
         steps = image_steps(dl)
