@@ -17,8 +17,8 @@ from fastai.torch_core import default_device
 __all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'model_device', 'device_sync', 'device_name', 'env_info', 'no_bar',
            'fastai_class', 'fastai_instances', 'running_loops', 'LearnerMethod', 'set_learner_method',
            'unset_learner_method', 'RestoringCallback', 'RNGState', 'fast_to_detach', 'may_handle', 'fast_call_one',
-           'FastCallback', 'lean_loop_ok', 'fast_with_events', 'fast_do_one_batch', 'lean_record', 'lean_record_ok',
-           'set_fast_dispatch', 'to_device_hookable', 'hook_to_device']
+           'FastCallback', 'lean_loop_ok', 'lean_batch_ok', 'fast_one_batch', 'fast_with_events', 'fast_do_one_batch',
+           'lean_record', 'lean_record_ok', 'set_fast_dispatch', 'to_device_hookable', 'hook_to_device']
 
 # %% ../nbs/00_core.ipynb #6cb13a0f
 def model_device(model:torch.nn.Module)->torch.device:
@@ -236,14 +236,16 @@ class FastCallback(Callback):
         if f is not None and self.run: f(self)
         if event_name=='after_fit': self.run = True
 
-# %% ../nbs/00_core.ipynb #308a68ac
+# %% ../nbs/00_core.ipynb #84b9655f
 import hashlib, functools
 from fastcore.imports import noop
 from types import MethodType
 from fastai.learner import Recorder
+from fastai.callback.core import CancelBatchException
 
 LEAN_LOOP_CHECKED = {'Learner.__call__': '4ef387e1932cfd6e', 'Learner._with_events': 'ec00e28483d3d437', 'Learner._do_one_batch': '1a41e3532930a852',
-                     'Recorder.after_batch': 'f6299ff082be5666', 'Recorder._train_mets': '60b9f387b9e65611'} # digests of fastai 2.8.12's source
+                     'Recorder.after_batch': 'f6299ff082be5666', 'Recorder._train_mets': '60b9f387b9e65611',
+                     'Learner.one_batch': '58863a6d535ee987', 'Learner._set_device': '8bee7e5ee074dd92', 'Learner._split': 'ee949971e7997d41'} # digests of fastai 2.8.12's source
 
 @functools.cache
 def _fastai_digest(qual:str)->str|None:
@@ -260,6 +262,32 @@ def lean_loop_ok(learn:Learner)->bool:
     t = type(learn)
     return (t.__call__ is Learner.__call__ and t._with_events is Learner._with_events and t._do_one_batch is Learner._do_one_batch
             and _as_checked('Learner.__call__', 'Learner._with_events', 'Learner._do_one_batch'))
+
+def lean_batch_ok(learn:Learner)->bool:
+    "Whether `learn` runs fastai's own `one_batch`, `_set_device` and `_split`, in the code `fast_one_batch` copies"
+    t = type(learn)
+    return (t.one_batch is Learner.one_batch and t._set_device is Learner._set_device and t._split is Learner._split
+            and _as_checked('Learner.one_batch', 'Learner._set_device', 'Learner._split'))
+
+def _on_device(b, model)->bool:
+    "Whether batch `b` is a tuple of tensors all on the device of `model`'s first parameter (fastai's `_set_device` would hand back the same tensors)"
+    p = next(model.parameters(), None)
+    return p is not None and type(b) is tuple and all(isinstance(x, torch.Tensor) and x.device==p.device for x in b)
+
+_ninp_found = weakref.WeakKeyDictionary() # Learner -> (id of its `DataLoaders`, their `n_inp` or None)
+
+def fast_one_batch(learn:Learner, i, b):
+    "fastai's `Learner.one_batch`: a batch whose tensors are on the model's device already is not sent again, and the `DataLoaders`' `n_inp` is read at the first batch of each pass (and when they are replaced), not every batch; a `_set_device` or `_split` of the Learner's own is called"
+    learn.iter = i
+    d = learn.__dict__
+    if '_set_device' in d or not _on_device(b, learn.model): b = learn._set_device(b)
+    if '_split' in d: learn._split(b)
+    else:
+        c = _ninp_found.get(learn)
+        if i==0 or c is None or c[0]!=id(learn.dls): c = _ninp_found[learn] = (id(learn.dls), getattr(learn.dls, 'n_inp', None))
+        n = c[1] if c[1] is not None else 1 if len(b)==1 else len(b)-1 # (fastai's default where the loaders have no `n_inp`)
+        learn.xb,learn.yb = b[:n],b[n:]
+    learn._with_events(learn._do_one_batch, 'batch', CancelBatchException)
 
 def fast_with_events(learn:Learner, f, event_type, ex, final=noop):
     "fastai's `Learner._with_events`, each event sent with `learn._call_one` (what `learn(event)` does for one event, without the `L`), looked up at each event as fastai does (a callback may wrap it, as `SyncDebug` does)"
@@ -299,9 +327,10 @@ def lean_record_ok(rec)->bool:
             and not {'yb','training','opt','metrics'} & set(rec.__dict__) and _as_checked('Recorder.after_batch', 'Recorder._train_mets'))
 
 def set_fast_dispatch(learn:Learner, enable:bool=True)->Learner:
-    "Give `learn` (only) `fast_call_one` and `fast_to_detach` for its `_call_one` and `to_detach`, and where fastai's loop is the one checked, `fast_with_events`, `fast_do_one_batch` and `lean_record` for its `Recorder`; `enable=False` gives it fastai's back"
+    "Give `learn` (only) `fast_call_one` and `fast_to_detach` for its `_call_one` and `to_detach`, and where fastai's loop is the one checked, `fast_with_events`, `fast_do_one_batch`, `fast_one_batch` and `lean_record` for its `Recorder`; `enable=False` gives it fastai's back"
     fns = [('_call_one', fast_call_one), ('to_detach', fast_to_detach)]
     if not enable or lean_loop_ok(learn): fns += [('_with_events', fast_with_events), ('_do_one_batch', fast_do_one_batch)]
+    if not enable or lean_batch_ok(learn): fns += [('one_batch', fast_one_batch)]
     for name,fn in fns:
         if enable: set_learner_method(learn, name, fn)
         else: unset_learner_method(learn, name, fn)

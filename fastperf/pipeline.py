@@ -348,7 +348,7 @@ def uint8_batches(dls:DataLoaders, # DataLoaders whose item pipeline may produce
             dl.to(dl.device)
     return dls
 
-# %% ../nbs/10_pipeline.ipynb #20b46970
+# %% ../nbs/10_pipeline.ipynb #199d4330
 def type_key(o):
     "The types fasttransform dispatches on: the item's type and, for a tuple, each element's"
     return (type(o), tuple(type_key(e) for e in o)) if _ft._is_tuple(o) else type(o)
@@ -418,6 +418,24 @@ def _encodes_for(cls, typ):
 _fa_categorize = _encodes_for(Categorize, typing.Any)
 _SHORTCUTS = {_encodes_for(Normalize, TensorImage): _normalize_once, _fa_categorize: _categorize} # fastai's function -> what `LeanPipeline` calls instead
 
+def _pad_chunk_cls():
+    "fastai's `Pad_Chunk`, where its text module has been imported"
+    return getattr(sys.modules.get('fastai.text.data'), 'Pad_Chunk', None)
+
+def _pad_chunk(t, b)->tuple|None:
+    "What fastai's `Pad_Chunk` `t` makes of the items `b` of a batch (`pad_chunk` of each `TensorText`), computed on plain tensors, where each item is a tuple of tensors (None otherwise: fastai's call)"
+    TT = sys.modules['fastai.text.data'].TensorText
+    if type(b) not in (list, tuple) or not all(type(o) is tuple and all(isinstance(x, torch.Tensor) for x in o) for o in b): return None
+    t.max_len = n = max([x.shape[0] for xs in b for x in xs if isinstance(x, TT)]) # (`Pad_Chunk.before_call`)
+    k,first,pad = t.seq_len,t.pad_first,t.pad_idx
+    def one(x):
+        if not isinstance(x, TT): return x
+        y = _as_subclass(x, torch.Tensor)
+        l = n-y.shape[0]
+        c,r = y.new_zeros((l//k)*k)+pad,y.new_zeros(l%k)+pad # (fastai's `pad_chunk`: the chunks of padding, then the rest)
+        return _ft.retain_type(torch.cat([c, y, r]) if first else torch.cat([y, c, r]), x, as_copy=True)
+    return tuple([tuple([one(x) for x in o]) for o in b])
+
 def _do(f, pre, x):
     "`Transform._do_call` for the `encodes` `f` (after the arguments `pre`), without building a bound method per call (and with the `_SHORTCUTS`)"
     if _ft._is_tuple(x): return _ft.retain_type(tuple(_do(f, pre, e) for e in x), x, typing.Any)
@@ -425,7 +443,7 @@ def _do(f, pre, x):
     except _ft.NotFoundLookupError: return x
     return _ft.retain_type(_SHORTCUTS.get(m, m)(*pre, x), x, ret)
 
-# %% ../nbs/10_pipeline.ipynb #664671fc
+# %% ../nbs/10_pipeline.ipynb #8db329ba
 class LeanPipeline(Pipeline):
     "fastai's `Pipeline` with the same results and less Python per call (see above)"
     __slots__ = ('_orig','_plans') # kept out of the shared `__dict__`
@@ -458,13 +476,16 @@ class LeanPipeline(Pipeline):
         return p[3]
 
     def __call__(self, o):
-        for t,f,pre in self._plan(o): o = t(o, split_idx=self.split_idx) if f is None else _do(f, pre, o)
+        for t,f,pre in self._plan(o):
+            if f is not None: o = _do(f, pre, o); continue
+            r = _pad_chunk(t, o) if type(t) is _pad_chunk_cls() and t.split_idx is None else None
+            o = t(o, split_idx=self.split_idx) if r is None else r
         return o
 
     def __reduce_ex__(self, proto): # pickled (`export`) and copied as fastai's own Pipeline: loading never needs fastperf
         return copyreg._reconstructor, (Pipeline, object, None), dict(self.__dict__)
 
-# %% ../nbs/10_pipeline.ipynb #a9a15781
+# %% ../nbs/10_pipeline.ipynb #3ef053c6
 ITEM_CACHE_FRAC = 0.25 # the item caches together keep at most this share of the memory available when one is (re)started
 
 _no_tf = torch._C.DisableTorchFunctionSubclass # tensor attributes read without fastai's `__torch_function__`
@@ -578,16 +599,19 @@ def item_makers(dl)->tuple|None:
     "The item makers `set_item_makers` gave loader `dl` (None: its dataset's transforms)"
     return _ITEM_MAKERS.get(dl) if _ITEM_MAKERS else None
 
+def _row(items, s): return items[s] if type(items) is list else items.iloc[s] # what fastai's `TfmdLists` takes of a list or a `DataFrame` at `int` `s`
+
 def _make_item(tls, s, mk=None):
-    if mk is None: return tuple([tl.tfms(tl.items[s]) for tl in tls])
-    return tuple([(tl.tfms if f is None else f)(tl.items[s]) for tl,f in zip(tls, mk)])
+    if mk is None: return tuple([tl.tfms(_row(tl.items, s)) for tl in tls])
+    return tuple([(tl.tfms if f is None else f)(_row(tl.items, s)) for tl,f in zip(tls, mk)])
 
 def _lean_create_item(self, s):
     "fastai's `DataLoader.create_item`, as `lean_pipelines` sets it on a loader: an `int` index into fastai's own `Datasets` of `TfmdLists` over lists takes each list's item and transforms it directly, what `Datasets.__getitem__` and `TfmdLists.__getitem__` return without an `L` made per item and list; from the dataset's item cache where it holds one"
     ds = self.dataset # the loader's dataset when it is called: one set after `lean_pipelines` is checked too
+    if type(s) is not int and isinstance(s, np.integer): s = int(s) # (fastai's `SortedDL` hands out NumPy's: the same item)
     if type(s) is int and type(ds) is Datasets and self.indexed:
         tls = ds.tls
-        if all(type(tl) is TfmdLists and type(tl.items) is list and '_after_item' not in tl.__dict__ for tl in tls):
+        if all(type(tl) is TfmdLists and type(tl.items) in (list, pd.DataFrame) and '_after_item' not in tl.__dict__ for tl in tls):
             c = _ITEM_CACHES.get(ds) if _ITEM_CACHES else None
             mk = _ITEM_MAKERS.get(self) if _ITEM_MAKERS else None
             if c is None or get_worker_info() is not None: return _make_item(tls, s, mk) # (a worker process's cache would die with it)

@@ -12,10 +12,11 @@ from torch import nn
 from .core import model_device
 
 # %% auto #0
-__all__ = ['COMPILE_CPU', 'learner_device', 'has_conv', 'cpu_has_bf16', 'precision_rule', 'channels_last_rule', 'compile_rule',
-           'n_cpus', 'worker_rule', 'norm_precision', 'check_flag', 'check_workers']
+__all__ = ['CONV_SHARE', 'COMPILE_CPU', 'learner_device', 'has_conv', 'conv_model', 'cpu_has_bf16', 'precision_rule',
+           'channels_last_rule', 'compile_rule', 'n_cpus', 'worker_rule', 'norm_precision', 'check_flag',
+           'check_workers']
 
-# %% ../nbs/01_rules.ipynb #eb0555f8
+# %% ../nbs/01_rules.ipynb #255c67df
 def learner_device(learn)->torch.device:
     "The device `learn` will train on: its DataLoaders' (fastai moves the model there when a fit starts), else its model's"
     d = getattr(learn.dls, 'device', None)
@@ -24,6 +25,15 @@ def learner_device(learn)->torch.device:
 def has_conv(model:nn.Module)->bool:
     "Whether `model` holds a 2D or 3D convolution (the layers channels-last speeds up)"
     return any(isinstance(m, nn.modules.conv._ConvNd) and len(m.kernel_size) in (2,3) for m in model.modules())
+
+CONV_SHARE = 0.5 # the share of a model's parameters in 2D/3D convolutions from which the rules treat it as convolutional
+
+def _conv_params(model)->int: return sum(p.numel() for m in model.modules() if isinstance(m, nn.modules.conv._ConvNd) and len(m.kernel_size) in (2,3) for p in m.parameters(recurse=False))
+
+def conv_model(model:nn.Module)->bool:
+    "Whether the rules treat `model` as convolutional: it holds 2D/3D convolutions and at least `CONV_SHARE` of its parameters are in them (a vision transformer's convolutional patch embedding alone does not make it one)"
+    n = sum(p.numel() for p in model.parameters())
+    return has_conv(model) and n>0 and _conv_params(model)>=CONV_SHARE*n
 
 def cpu_has_bf16()->bool:
     "Whether this CPU has native bf16 arithmetic (avx512_bf16 or AMX-BF16), which makes bf16 autocast fast on CPU"
@@ -34,9 +44,9 @@ def cpu_has_bf16()->bool:
     except OSError: pass
     return False
 
-# %% ../nbs/01_rules.ipynb #ecab7b61
+# %% ../nbs/01_rules.ipynb #d25f5c07
 def precision_rule(dev:torch.device, conv:bool)->str:
-    "The precision that pays on `dev` for a model with (`conv`) or without convolutions: bf16/fp16 autocast on CUDA, bf16 on a CPU with bf16 arithmetic for conv models, else fp32"
+    "The precision that pays on `dev` for a convolutional model (`conv`: `conv_model`) or another: bf16/fp16 autocast on CUDA, bf16 on a CPU with bf16 arithmetic for convolutional models, else fp32"
     if dev.type=='cuda': return 'bf16' if torch.cuda.is_bf16_supported() else 'fp16'
     if dev.type=='cpu' and cpu_has_bf16() and conv: return 'bf16'
     return 'fp32'
