@@ -236,7 +236,7 @@ class FastCallback(Callback):
         if f is not None and self.run: f(self)
         if event_name=='after_fit': self.run = True
 
-# %% ../nbs/00_core.ipynb #84b9655f
+# %% ../nbs/00_core.ipynb #705ceddd
 import hashlib, functools
 from fastcore.imports import noop
 from types import MethodType
@@ -270,9 +270,10 @@ def lean_batch_ok(learn:Learner)->bool:
             and _as_checked('Learner.one_batch', 'Learner._set_device', 'Learner._split'))
 
 def _on_device(b, model)->bool:
-    "Whether batch `b` is a tuple of tensors all on the device of `model`'s first parameter (fastai's `_set_device` would hand back the same tensors)"
+    "Whether batch `b` is a tuple of tensors all on the device of `model`'s first parameter, where fastai's `_set_device` sends it (so it would hand back the same tensors; a fastai tensor's metadata as a copy)"
     p = next(model.parameters(), None)
-    return p is not None and type(b) is tuple and all(isinstance(x, torch.Tensor) and x.device==p.device for x in b)
+    if p is None or type(b) is not tuple or (defaults.use_cuda==False and p.device.type!='cpu'): return False # (fastai's `to_device` sends to the CPU then)
+    return all(isinstance(x, torch.Tensor) and x.device==p.device for x in b)
 
 _ninp_found = weakref.WeakKeyDictionary() # Learner -> (id of its `DataLoaders`, their `n_inp` or None)
 

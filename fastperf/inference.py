@@ -32,18 +32,18 @@ from .precision import AutoMixedPrecision, mixed_precision_cbs, cb_precision
 # %% auto #0
 __all__ = ['inference_settings', 'FastInference', 'targets_decode_ok', 'decode_targets', 'predict_callbacks', 'Predictor']
 
-# %% ../nbs/12_inference.ipynb #38494b13
+# %% ../nbs/12_inference.ipynb #178f1aa4
 def inference_settings(learn:Learner,
                        channels_last:bool|None=None, # None: the rule for the device and model
                        precision:str|None=None, # None: the rule; 'fp32' (or False), 'bf16' or 'fp16'
                        who:str='inference_settings', # The function named in argument errors
                       )->dict:
     "The inference settings for `learn`'s device and model: precision and channels-last, each with the reason"
-    dev,conv = learner_device(learn),conv_model(learn.model)
+    dev,conv = learner_device(learn),has_conv(learn.model)
     prec = norm_precision(precision, who)
     check_flag(channels_last, 'channels_last', who)
     if prec is None:
-        prec = precision_rule(dev, conv)
+        prec = precision_rule(dev, conv_model(learn.model))
         why_p = (f"{prec} autocast on the GPU" if dev.type=='cuda' else
                  "bf16 autocast: convolutional model on a CPU with avx512_bf16/AMX" if prec=='bf16' else
                  "fp32: no bf16 arithmetic on this CPU, or not a convolutional model")
@@ -51,11 +51,11 @@ def inference_settings(learn:Learner,
     if channels_last is None:
         cl = channels_last_rule(dev, conv, prec)
         why_c = ("convolutional model: channels-last inputs and weights" if cl else
-                 "not a convolutional model (most of its parameters are not in 2D/3D convolutions)" if not conv else "channels-last pays on CPU together with bf16 only")
+                 "the model has no 2D/3D convolution" if not conv else "channels-last pays on CPU together with bf16 only")
     else: cl,why_c = bool(channels_last),f"asked for: channels_last={bool(channels_last)}"
     err = learn.model.__dict__.get('_fp_cl_error')
     if cl and channels_last is None and err is not None: cl,why_c = False,f"the model failed on channels-last tensors ({err[:60]}...)"
-    if cl and not has_conv(learn.model): cl,why_c = False,"the model has no 2D/3D convolution: channels-last does nothing for it"
+    if cl and not conv: cl,why_c = False,"the model has no 2D/3D convolution: channels-last does nothing for it"
     return dict(device=dev, precision=prec, channels_last=cl, why_precision=why_p, why_channels_last=why_c)
 
 # %% ../nbs/12_inference.ipynb #236b72ac

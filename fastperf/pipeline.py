@@ -485,7 +485,7 @@ class LeanPipeline(Pipeline):
     def __reduce_ex__(self, proto): # pickled (`export`) and copied as fastai's own Pipeline: loading never needs fastperf
         return copyreg._reconstructor, (Pipeline, object, None), dict(self.__dict__)
 
-# %% ../nbs/10_pipeline.ipynb #3ef053c6
+# %% ../nbs/10_pipeline.ipynb #7c9718b3
 ITEM_CACHE_FRAC = 0.25 # the item caches together keep at most this share of the memory available when one is (re)started
 
 _no_tf = torch._C.DisableTorchFunctionSubclass # tensor attributes read without fastai's `__torch_function__`
@@ -608,8 +608,8 @@ def _make_item(tls, s, mk=None):
 def _lean_create_item(self, s):
     "fastai's `DataLoader.create_item`, as `lean_pipelines` sets it on a loader: an `int` index into fastai's own `Datasets` of `TfmdLists` over lists takes each list's item and transforms it directly, what `Datasets.__getitem__` and `TfmdLists.__getitem__` return without an `L` made per item and list; from the dataset's item cache where it holds one"
     ds = self.dataset # the loader's dataset when it is called: one set after `lean_pipelines` is checked too
-    if type(s) is not int and isinstance(s, np.integer): s = int(s) # (fastai's `SortedDL` hands out NumPy's: the same item)
-    if type(s) is int and type(ds) is Datasets and self.indexed:
+    if (type(s) is int or isinstance(s, np.integer)) and type(ds) is Datasets and self.indexed: # (fastai's `SortedDL` hands out NumPy's integers)
+        s = int(s) # (the same item, one key in the cache)
         tls = ds.tls
         if all(type(tl) is TfmdLists and type(tl.items) in (list, pd.DataFrame) and '_after_item' not in tl.__dict__ for tl in tls):
             c = _ITEM_CACHES.get(ds) if _ITEM_CACHES else None

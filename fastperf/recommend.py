@@ -25,7 +25,7 @@ from .profile import NoSyncLoss
 # %% auto #0
 __all__ = ['recommended_cbs']
 
-# %% ../nbs/11_recommend.ipynb #9b3657cb
+# %% ../nbs/11_recommend.ipynb #05469d51
 def recommended_cbs(learn:Learner,
                     compile:bool=False, # Also add `Compile`
                     precision:str|None=None, # None: the rule for the device and model; 'fp32' (or False): no autocast; 'bf16'/'fp16'
@@ -33,12 +33,12 @@ def recommended_cbs(learn:Learner,
                     who:str='recommended_cbs', # The function named in argument errors
                    )->list:
     "(callback, reason) pairs fastperf recommends for `learn`'s device and model"
-    dev,conv = learner_device(learn),conv_model(learn.model)
+    dev,conv = learner_device(learn),has_conv(learn.model)
     prec = norm_precision(precision, who)
     check_flag(channels_last, 'channels_last', who)
     res = [(CastToTensor(), "fastai's tensor subclasses cost time in every op that sees them; the model gets plain tensors")]
     if prec is None:
-        prec = precision_rule(dev, conv)
+        prec = precision_rule(dev, conv_model(learn.model))
         if prec!='fp32':
             why = (f"{prec} autocast on the GPU{'' if prec=='bf16' else ' (no bf16 on this GPU), with a GradScaler'}" if dev.type=='cuda' else
                    "convolutional model on a CPU with avx512_bf16/AMX: bf16 autocast trained faster than fp32 in fastperf's CPU benchmark")
@@ -56,20 +56,20 @@ def recommended_cbs(learn:Learner,
         res.append((Compile(), "asked for: torch.compile (a warm-up of seconds to minutes before steady state)"))
     return res
 
-# %% ../nbs/11_recommend.ipynb #892bed72
+# %% ../nbs/11_recommend.ipynb #0125b731
 def _not_conv(model)->str: return "most of the model's parameters are not in 2D/3D convolutions" if has_conv(model) else "the model has no 2D/3D convolution"
 
 def _skipped(learn, compile, precision=None, channels_last=None)->list:
-    dev,conv = learner_device(learn),conv_model(learn.model)
+    dev,conv = learner_device(learn),has_conv(learn.model)
     res = []
     if precision is not None or channels_last is not None:
         if norm_precision(precision, 'to_fastperf')=='fp32': res.append("no mixed precision: asked for precision='fp32'")
         if channels_last is False: res.append("no ChannelsLast: asked for channels_last=False")
     elif dev.type=='cpu':
-        if not conv: res.append("no mixed precision or ChannelsLast: " + _not_conv(learn.model) + " (bf16 was within noise of fp32 for a conv-less model on CPU and 3x slower for a small ViT; channels-last helps on CPU together with bf16)")
+        if not conv_model(learn.model): res.append("no mixed precision or ChannelsLast: " + _not_conv(learn.model) + " (bf16 was within noise of fp32 for a conv-less model on CPU and 3x slower for a small ViT; channels-last helps on CPU together with bf16)")
         elif not cpu_has_bf16(): res.append("no mixed precision or ChannelsLast: this CPU has no avx512_bf16/AMX, so bf16 autocast would be emulated (channels-last helps on CPU together with bf16)")
     elif dev.type=='cuda':
-        if not conv: res.append("no ChannelsLast or CudnnBenchmark: " + _not_conv(learn.model))
+        if not conv: res.append("no ChannelsLast or CudnnBenchmark: the model has no 2D/3D convolution")
     else: res.append(f"device {dev.type!r}: only CastToTensor is recommended")
     if not compile:
         if dev.type=='cpu': res.append(f"no Compile: {COMPILE_CPU}")

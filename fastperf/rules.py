@@ -16,7 +16,7 @@ __all__ = ['CONV_SHARE', 'COMPILE_CPU', 'learner_device', 'has_conv', 'conv_mode
            'channels_last_rule', 'compile_rule', 'n_cpus', 'worker_rule', 'norm_precision', 'check_flag',
            'check_workers']
 
-# %% ../nbs/01_rules.ipynb #255c67df
+# %% ../nbs/01_rules.ipynb #588ead69
 def learner_device(learn)->torch.device:
     "The device `learn` will train on: its DataLoaders' (fastai moves the model there when a fit starts), else its model's"
     d = getattr(learn.dls, 'device', None)
@@ -31,9 +31,12 @@ CONV_SHARE = 0.5 # the share of a model's parameters in 2D/3D convolutions from 
 def _conv_params(model)->int: return sum(p.numel() for m in model.modules() if isinstance(m, nn.modules.conv._ConvNd) and len(m.kernel_size) in (2,3) for p in m.parameters(recurse=False))
 
 def conv_model(model:nn.Module)->bool:
-    "Whether the rules treat `model` as convolutional: it holds 2D/3D convolutions and at least `CONV_SHARE` of its parameters are in them (a vision transformer's convolutional patch embedding alone does not make it one)"
-    n = sum(p.numel() for p in model.parameters())
-    return has_conv(model) and n>0 and _conv_params(model)>=CONV_SHARE*n
+    "Whether the rules treat `model` as convolutional: it holds 2D/3D convolutions and at least `CONV_SHARE` of its parameters are in them (a vision transformer's convolutional patch embedding alone does not make it one); a model with parameters not made yet (lazy modules) has no share to count: `has_conv`"
+    if not has_conv(model): return False
+    ps = list(model.parameters())
+    if any(nn.parameter.is_lazy(p) for p in ps): return True
+    n = sum(p.numel() for p in ps)
+    return n>0 and _conv_params(model)>=CONV_SHARE*n
 
 def cpu_has_bf16()->bool:
     "Whether this CPU has native bf16 arithmetic (avx512_bf16 or AMX-BF16), which makes bf16 autocast fast on CPU"

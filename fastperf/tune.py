@@ -26,7 +26,7 @@ import fastperf.inference # Learner.to_fast_inference, Learner.undo_fast_inferen
 __all__ = ['feature_name', 'train_candidates', 'default_cache_path', 'tune_key', 'tune_training', 'infer_candidates',
            'infer_name', 'tune_inference']
 
-# %% ../nbs/21_tune.ipynb #88aa3216
+# %% ../nbs/21_tune.ipynb #5d1d637e
 def _opt_swappable(learn)->bool:
     f = learn.opt_func
     if is_torch_opt(f): return True
@@ -40,8 +40,8 @@ def _precisions(dev)->list:
 
 def _rule_set(learn)->dict:
     "The features `to_fastperf()` picks by its rules, as explicit arguments"
-    dev,conv = learner_device(learn),conv_model(learn.model)
-    prec = precision_rule(dev, conv)
+    dev,conv = learner_device(learn),has_conv(learn.model)
+    prec = precision_rule(dev, conv_model(learn.model))
     nw = worker_rule(dev)[0]
     cur = learn.dls.train.fake_l.num_workers
     return dict(precision=prec, channels_last=channels_last_rule(dev, conv, prec), opt=_opt_swappable(learn),
@@ -209,7 +209,7 @@ def tune_training(learn:Learner, # The Learner to tune (left as it is)
     df.attrs.update(seconds=secs, cands=cands)
     return df
 
-# %% ../nbs/21_tune.ipynb #c870a4f2
+# %% ../nbs/21_tune.ipynb #436faa4d
 def infer_candidates(learn:Learner, compile:bool|None=None, budget:float=60.)->list:
     "Inference settings to time: plain fastai get_preds (None), then precision x channels-last, and compile on the best set"
     dev,conv = learner_device(learn),has_conv(learn.model)
@@ -220,7 +220,7 @@ def infer_candidates(learn:Learner, compile:bool|None=None, budget:float=60.)->l
         res += [dict(precision=c['precision'], channels_last=c['channels_last'], compile=True) for c in res[1:]]
     if dev.type=='cuda': # the rule's setting, gathering on the device (`defer`): one more candidate, decided by its time
         p = precision_rule(dev, conv)
-        res.append(dict(precision=p, channels_last=conv_model(learn.model), compile=False, defer=True))
+        res.append(dict(precision=p, channels_last=conv, compile=False, defer=True))
     return res
 
 def infer_name(c)->str:
