@@ -42,7 +42,7 @@ def cast_to_tensor(x):
         return res
     return x
 
-# %% ../nbs/02_cast.ipynb #03d2d499
+# %% ../nbs/02_cast.ipynb #d9dc97b0
 def _plain_contiguous(self, x):
     "fastai's `BaseLoss._contiguous` (the tensor transposed to put `axis` last, made contiguous) without wrapping the result in `TensorBase`"
     if not isinstance(x, Tensor): return x
@@ -50,16 +50,33 @@ def _plain_contiguous(self, x):
     return x.as_subclass(Tensor) if _is_sub(x) else x
 _plain_contiguous.__name__ = '_contiguous' # pickled as `getattr(loss, '_contiguous')`: fastai's own method when loaded
 
+def _flat_call(self, inp, *targs, **kwargs):
+    "fastai's `BaseLoss.__call__` on plain contiguous tensors with the class axis last (`axis=-1`), where fastai's transposes and `contiguous` give the same tensors back and a flattening `view` of a tensor already flat is that tensor: those left out, the rest as fastai computes it; anything else through fastai's call"
+    targ = targs[0] if len(targs)==1 else None
+    if (self.axis!=-1 or type(inp) is not Tensor or type(targ) is not Tensor or not inp.ndim or not targ.ndim
+        or not inp.is_contiguous() or not targ.is_contiguous()): return self(inp, *targs, **kwargs)
+    if self.floatify and targ.dtype!=torch.float16: targ = targ.float()
+    if targ.dtype in [torch.int8, torch.int16, torch.int32]: targ = targ.long()
+    if self.flatten:
+        if self.is_2d: inp = inp if inp.ndim==2 else inp.view(-1,inp.shape[-1])
+        else: inp = inp if inp.ndim==1 else inp.view(-1)
+        targ = targ if targ.ndim==1 else targ.view(-1)
+    return self.func.__call__(inp, targ, **kwargs)
+_flat_call.__name__ = '__call__' # pickled as `getattr(loss, '__call__')`: fastai's own call when loaded
+
 def plain_loss(loss_func)->bool:
-    "Let fastai loss `loss_func` (a `BaseLoss`) compute on plain tensors; True if this call changed it (for `unplain_loss`), False for any other loss or one already changed"
+    "Let fastai loss `loss_func` (a `BaseLoss`) compute on plain tensors, and give it `_fp_call` (`_flat_call`, which fastperf's loop calls) where its call is fastai's `BaseLoss.__call__`; True if this call changed it (for `unplain_loss`), False for any other loss or one already changed"
     if not isinstance(loss_func, BaseLoss) or type(loss_func)._contiguous is not BaseLoss._contiguous or '_contiguous' in loss_func.__dict__: return False
     loss_func._contiguous = MethodType(_plain_contiguous, loss_func)
+    if type(loss_func).__call__ is BaseLoss.__call__ and fastai_code_checked('BaseLoss.__call__'): loss_func._fp_call = MethodType(_flat_call, loss_func)
     return True
 
 def unplain_loss(loss_func):
     "Give `loss_func` fastai's own computation back (what `plain_loss` changed)"
-    if getattr(loss_func, '__dict__', {}).get('_contiguous') is not None and getattr(loss_func._contiguous, '__func__', None) is _plain_contiguous:
-        del loss_func.__dict__['_contiguous']
+    d = getattr(loss_func, '__dict__', {})
+    if d.get('_contiguous') is not None and getattr(loss_func._contiguous, '__func__', None) is _plain_contiguous:
+        del d['_contiguous']
+        if getattr(d.get('_fp_call'), '__func__', None) is _flat_call: del d['_fp_call']
 
 # %% ../nbs/02_cast.ipynb #d627d20c
 def _give_back(cast, learn):

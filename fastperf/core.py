@@ -17,8 +17,9 @@ from fastai.torch_core import default_device
 __all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'model_device', 'device_sync', 'device_name', 'env_info', 'no_bar',
            'fastai_class', 'fastai_instances', 'running_loops', 'LearnerMethod', 'set_learner_method',
            'unset_learner_method', 'RestoringCallback', 'RNGState', 'fast_to_detach', 'may_handle', 'fast_call_one',
-           'FastCallback', 'lean_loop_ok', 'lean_batch_ok', 'fast_one_batch', 'fast_with_events', 'fast_do_one_batch',
-           'lean_record', 'lean_record_ok', 'set_fast_dispatch', 'to_device_hookable', 'hook_to_device']
+           'FastCallback', 'float_pred', 'fastai_code_checked', 'lean_loop_ok', 'lean_batch_ok', 'fast_one_batch',
+           'fast_with_events', 'fast_do_one_batch', 'lean_record', 'lean_record_ok', 'lean_train_iter',
+           'lean_train_iter_ok', 'set_fast_dispatch', 'to_device_hookable', 'hook_to_device']
 
 # %% ../nbs/00_core.ipynb #6cb13a0f
 def model_device(model:torch.nn.Module)->torch.device:
@@ -181,9 +182,9 @@ class RNGState:
         if self.cuda is not None: torch.cuda.set_rng_state_all(self.cuda)
         for dl,s in self.dl: dl.rng.setstate(s)
 
-# %% ../nbs/00_core.ipynb #ee5ceb2e
+# %% ../nbs/00_core.ipynb #7a9895e6
 import weakref
-from fastai.torch_core import to_detach as _fa_to_detach
+from fastai.torch_core import to_detach as _fa_to_detach, to_float as _fa_to_float
 _detach_found = weakref.WeakKeyDictionary()
 
 def _dl_to_detach(dl):
@@ -236,56 +237,68 @@ class FastCallback(Callback):
         if f is not None and self.run: f(self)
         if event_name=='after_fit': self.run = True
 
-# %% ../nbs/00_core.ipynb #705ceddd
+# %% ../nbs/00_core.ipynb #a12d653f
+def float_pred(p):
+    "fastai's `to_float(p)` (floating point tensors to float32), a plain tensor converted directly, without fastai's recursion over `p`"
+    return (p.float() if p.is_floating_point() else p) if type(p) is torch.Tensor else _fa_to_float(p)
+
+# %% ../nbs/00_core.ipynb #15f539a0
 import hashlib, functools
 from fastcore.imports import noop
 from types import MethodType
-from fastai.learner import Recorder
+from fastai.learner import Recorder, AvgSmoothLoss, TrainEvalCallback
+from fastai.losses import BaseLoss
+from fastai.torch_core import num_distrib
 from fastai.callback.core import CancelBatchException
 
 LEAN_LOOP_CHECKED = {'Learner.__call__': '4ef387e1932cfd6e', 'Learner._with_events': 'ec00e28483d3d437', 'Learner._do_one_batch': '1a41e3532930a852',
                      'Recorder.after_batch': 'f6299ff082be5666', 'Recorder._train_mets': '60b9f387b9e65611',
-                     'Learner.one_batch': '58863a6d535ee987', 'Learner._set_device': '8bee7e5ee074dd92', 'Learner._split': 'ee949971e7997d41'} # digests of fastai 2.8.12's source
+                     'Learner.one_batch': '58863a6d535ee987', 'Learner._set_device': '8bee7e5ee074dd92', 'Learner._split': 'ee949971e7997d41',
+                     'AvgSmoothLoss.accumulate': '9d4497a671ca5d6c', 'AvgSmoothLoss.value': '5a4ae5a9df1347da',
+                     'TrainEvalCallback.after_batch': 'a11edf65d754d02d', 'BaseLoss.__call__': '774656c6842f7358'} # digests of fastai 2.8.12's source
 
 @functools.cache
 def _fastai_digest(qual:str)->str|None:
     "The first 16 hex digits of the sha1 of the source of fastai's `qual` ('Learner._with_events'); None where the source cannot be read"
     cls,name = qual.split('.')
-    f = dict(Learner=Learner, Recorder=Recorder)[cls].__dict__.get(name)
+    f = dict(Learner=Learner, Recorder=Recorder, AvgSmoothLoss=AvgSmoothLoss, TrainEvalCallback=TrainEvalCallback, BaseLoss=BaseLoss)[cls].__dict__.get(name)
     try: return hashlib.sha1(inspect.getsource(f.fget if isinstance(f, property) else f).encode()).hexdigest()[:16]
     except (OSError, TypeError, AttributeError): return None
 
-def _as_checked(*quals)->bool: return all(_fastai_digest(q)==LEAN_LOOP_CHECKED[q] for q in quals)
+def fastai_code_checked(*quals)->bool:
+    "Whether the source of each of fastai's `quals` ('Learner.one_batch') is the code fastperf's stand-ins were copied from (its digest in `LEAN_LOOP_CHECKED`)"
+    return all(_fastai_digest(q)==LEAN_LOOP_CHECKED[q] for q in quals)
 
 def lean_loop_ok(learn:Learner)->bool:
     "Whether `learn` runs fastai's own `__call__`, `_with_events` and `_do_one_batch`, in the code `fast_with_events` and `fast_do_one_batch` copy"
     t = type(learn)
     return (t.__call__ is Learner.__call__ and t._with_events is Learner._with_events and t._do_one_batch is Learner._do_one_batch
-            and _as_checked('Learner.__call__', 'Learner._with_events', 'Learner._do_one_batch'))
+            and fastai_code_checked('Learner.__call__', 'Learner._with_events', 'Learner._do_one_batch'))
 
 def lean_batch_ok(learn:Learner)->bool:
     "Whether `learn` runs fastai's own `one_batch`, `_set_device` and `_split`, in the code `fast_one_batch` copies"
     t = type(learn)
     return (t.one_batch is Learner.one_batch and t._set_device is Learner._set_device and t._split is Learner._split
-            and _as_checked('Learner.one_batch', 'Learner._set_device', 'Learner._split'))
+            and fastai_code_checked('Learner.one_batch', 'Learner._set_device', 'Learner._split'))
 
-def _on_device(b, model)->bool:
-    "Whether batch `b` is a tuple of tensors all on the device of `model`'s first parameter, where fastai's `_set_device` sends it (so it would hand back the same tensors; a fastai tensor's metadata as a copy)"
-    p = next(model.parameters(), None)
+def _on_device(b, model, p=False)->bool:
+    "Whether batch `b` is a tuple of tensors all on the device of `model`'s first parameter (or of `p`, that parameter found before), where fastai's `_set_device` sends it (so it would hand back the same tensors; a fastai tensor's metadata as a copy)"
+    if p is False: p = next(model.parameters(), None)
     if p is None or type(b) is not tuple or (defaults.use_cuda==False and p.device.type!='cpu'): return False # (fastai's `to_device` sends to the CPU then)
     return all(isinstance(x, torch.Tensor) and x.device==p.device for x in b)
 
-_ninp_found = weakref.WeakKeyDictionary() # Learner -> (id of its `DataLoaders`, their `n_inp` or None)
+_ninp_found = weakref.WeakKeyDictionary() # Learner -> (id of its `DataLoaders`, their `n_inp` or None, its model, the model's first parameter or None)
 
 def fast_one_batch(learn:Learner, i, b):
-    "fastai's `Learner.one_batch`: a batch whose tensors are on the model's device already is not sent again, and the `DataLoaders`' `n_inp` is read at the first batch of each pass (and when they are replaced), not every batch; a `_set_device` or `_split` of the Learner's own is called"
+    "fastai's `Learner.one_batch`: a batch whose tensors are on the model's device already is not sent again, and the `DataLoaders`' `n_inp` and the model's first parameter (whose device is read each batch) are found at the first batch of each pass (and when the loaders or the model are replaced), not every batch; a `_set_device` or `_split` of the Learner's own is called"
     learn.iter = i
-    d = learn.__dict__
-    if '_set_device' in d or not _on_device(b, learn.model): b = learn._set_device(b)
+    d,m = learn.__dict__,learn.model
+    c = _ninp_found.get(learn)
+    if i==0 or c is None or c[0]!=id(learn.dls) or c[2] is not m:
+        c = _ninp_found[learn] = (id(learn.dls), getattr(learn.dls, 'n_inp', None), m, next(m.parameters(), None))
+    if '_set_device' in d or not _on_device(b, m, c[3]): b = learn._set_device(b)
     if '_split' in d: learn._split(b)
     else:
-        c = _ninp_found.get(learn)
-        if i==0 or c is None or c[0]!=id(learn.dls): c = _ninp_found[learn] = (id(learn.dls), getattr(learn.dls, 'n_inp', None))
         n = c[1] if c[1] is not None else 1 if len(b)==1 else len(b)-1 # (fastai's default where the loaders have no `n_inp`)
         learn.xb,learn.yb = b[:n],b[n:]
     learn._with_events(learn._do_one_batch, 'batch', CancelBatchException)
@@ -297,27 +310,43 @@ def fast_with_events(learn:Learner, f, event_type, ex, final=noop):
     learn._call_one(f'after_{event_type}'); final()
 
 def fast_do_one_batch(learn:Learner):
-    "fastai's `Learner._do_one_batch`, its events sent with `learn._call_one`"
+    "fastai's `Learner._do_one_batch`, its events sent with `learn._call_one`, the loss through the loss function's `_fp_call` where it has one"
     learn.pred = learn.model(*learn.xb)
     learn._call_one('after_pred')
     if len(learn.yb):
-        learn.loss_grad = learn.loss_func(learn.pred, *learn.yb)
+        lf = learn.loss_func
+        learn.loss_grad = getattr(lf, '__dict__', {}).get('_fp_call', lf)(learn.pred, *learn.yb) # (the lean call of a fastai loss `plain_loss` gives, where it has one)
         learn.loss = learn.loss_grad.clone()
     learn._call_one('after_loss')
     if not learn.training or not len(learn.yb): return
     learn._do_grad_opt()
 
+def _smooth_ok(sl, loss)->bool:
+    "Whether `_smooth` computes what fastai's `AvgSmoothLoss` `sl` would: fastai's own class and code, a plain tensor loss, no distributed gather"
+    return type(sl) is AvgSmoothLoss and type(loss) is torch.Tensor and num_distrib()<=1 and fastai_code_checked('AvgSmoothLoss.accumulate', 'AvgSmoothLoss.value')
+
+def _smooth(sl, loss):
+    "fastai's `AvgSmoothLoss.accumulate` then its `value`, with fewer tensor operations: the loss detached before its mean, and a 0-d loss, its own mean, taken as it is"
+    sl.count += 1
+    d = loss.detach()
+    sl.val = torch.lerp((d.mean() if d.ndim else d).cpu(), sl.val, sl.beta)
+    return sl.val/(1-sl.beta**sl.count)
+
 def lean_record(self):
-    "fastai's `Recorder.after_batch`, the Learner's state read from the Learner and the training metrics listed without `L`s"
+    "fastai's `Recorder.after_batch`, the Learner's state read from the Learner, the training metrics listed without `L`s, the smooth loss by `_smooth` and its value computed once (the same tensor in `losses` and `learn.smooth_loss`)"
     learn = self.learn
     if len(learn.yb)==0: return
-    if learn.training: mets = () if getattr(self, 'cancel_train', False) else (self.smooth_loss, *(self.metrics if self.train_metrics else ()))
+    sl,v = self.smooth_loss,None
+    if learn.training: mets = () if getattr(self, 'cancel_train', False) else (sl, *(self.metrics if self.train_metrics else ()))
     else: mets = self._valid_mets
-    for met in mets: met.accumulate(learn)
+    for met in mets:
+        if met is sl and _smooth_ok(sl, learn.loss): v = _smooth(sl, learn.loss)
+        else: met.accumulate(learn)
     if not learn.training: return
     self.lrs.append(learn.opt.hypers[-1]['lr'])
-    self.losses.append(self.smooth_loss.value)
-    learn.smooth_loss = self.smooth_loss.value
+    if v is None: v = sl.value
+    self.losses.append(v)
+    learn.smooth_loss = v
 lean_record.__name__ = 'after_batch' # pickled as `getattr(recorder, 'after_batch')`: fastai's own method when loaded
 
 def lean_record_ok(rec)->bool:
@@ -325,19 +354,34 @@ def lean_record_ok(rec)->bool:
     if not isinstance(rec, Recorder): return False
     t = type(rec)
     return (t.after_batch is Recorder.after_batch and t._train_mets is Recorder._train_mets and 'after_batch' not in rec.__dict__
-            and not {'yb','training','opt','metrics'} & set(rec.__dict__) and _as_checked('Recorder.after_batch', 'Recorder._train_mets'))
+            and not {'yb','training','opt','metrics'} & set(rec.__dict__) and fastai_code_checked('Recorder.after_batch', 'Recorder._train_mets'))
+
+def lean_train_iter(self):
+    "fastai's `TrainEvalCallback.after_batch`, the Learner's counters read from the Learner"
+    learn = self.learn
+    learn.pct_train += 1./(learn.n_iter*learn.n_epoch)
+    learn.train_iter += 1
+lean_train_iter.__name__ = 'after_batch' # pickled as `getattr(cb, 'after_batch')`: fastai's own method when loaded
+
+def lean_train_iter_ok(cb)->bool:
+    "Whether `cb` is fastai's own `TrainEvalCallback`, in the code `lean_train_iter` copies"
+    return (type(cb) is TrainEvalCallback and 'after_batch' not in cb.__dict__ and not {'n_iter','n_epoch'} & set(cb.__dict__)
+            and fastai_code_checked('TrainEvalCallback.after_batch'))
+
+_LEAN_AFTER_BATCH = ((lean_record, lean_record_ok), (lean_train_iter, lean_train_iter_ok)) # a callback's `after_batch` stand-in, where its check holds
 
 def set_fast_dispatch(learn:Learner, enable:bool=True)->Learner:
-    "Give `learn` (only) `fast_call_one` and `fast_to_detach` for its `_call_one` and `to_detach`, and where fastai's loop is the one checked, `fast_with_events`, `fast_do_one_batch`, `fast_one_batch` and `lean_record` for its `Recorder`; `enable=False` gives it fastai's back"
+    "Give `learn` (only) `fast_call_one` and `fast_to_detach` for its `_call_one` and `to_detach`, and where fastai's loop is the one checked, `fast_with_events`, `fast_do_one_batch`, `fast_one_batch`, and `lean_record` and `lean_train_iter` for its `Recorder` and `TrainEvalCallback`; `enable=False` gives it fastai's back"
     fns = [('_call_one', fast_call_one), ('to_detach', fast_to_detach)]
     if not enable or lean_loop_ok(learn): fns += [('_with_events', fast_with_events), ('_do_one_batch', fast_do_one_batch)]
     if not enable or lean_batch_ok(learn): fns += [('one_batch', fast_one_batch)]
     for name,fn in fns:
         if enable: set_learner_method(learn, name, fn)
         else: unset_learner_method(learn, name, fn)
-    for rec in [c for c in learn.cbs if isinstance(c, Recorder)]:
-        if enable and lean_record_ok(rec): rec.after_batch = MethodType(lean_record, rec)
-        elif not enable and getattr(rec.__dict__.get('after_batch'), '__func__', None) is lean_record: del rec.__dict__['after_batch']
+    for cb in list(learn.cbs):
+        for fn,ok in _LEAN_AFTER_BATCH:
+            if enable and ok(cb): cb.after_batch = MethodType(fn, cb)
+            elif not enable and getattr(cb.__dict__.get('after_batch'), '__func__', None) is fn: del cb.__dict__['after_batch']
     return learn
 
 # %% ../nbs/00_core.ipynb #f2a0a316
