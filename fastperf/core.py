@@ -203,7 +203,7 @@ def fast_to_detach(learn:Learner, b, cpu=True, gather=True):
     f = _dl_to_detach(getattr(learn, 'dl', None))
     return f(b, cpu, gather) if f is not None else _fa_to_detach(b, cpu, gather)
 
-# %% ../nbs/00_core.ipynb #805a7487
+# %% ../nbs/00_core.ipynb #924dcbcc
 from fastai.callback.core import event as _event
 from fastcore.basics import GetAttr as _GetAttr
 
@@ -216,17 +216,17 @@ def may_handle(cb, event_name)->bool:
 def _sorted_cbs(learn)->list:
     "`learn.cbs` sorted by `order`, as fastai's `learn.cbs.sorted('order')` (a stable sort), remade only when the callbacks or their orders change"
     cbs = learn.cbs.items
-    key = tuple([(id(c), c.order) for c in cbs])
+    key = tuple([c.order for c in cbs])
     got = _sorted_found.get(learn)
-    if got is None or got[0]!=key: got = _sorted_found[learn] = (key, sorted(cbs, key=lambda c: c.order))
-    return got[1]
-_sorted_found = weakref.WeakKeyDictionary() # beside the Learner, not in it: an exported Learner carries no callback it has since lost
+    if got is None or got[0]!=key: got = _sorted_found[learn] = (key, sorted(range(len(cbs)), key=lambda i: key[i]))
+    return [cbs[i] for i in got[1]]
+_sorted_found = weakref.WeakKeyDictionary() # Learner -> (its callbacks' orders, their sorted positions): beside the Learner, not in it, and no callback held (each refers to its Learner, which would never be freed)
 
 def fast_call_one(learn:Learner, event_name):
     "fastai's `Learner._call_one`, without calling callbacks that have nothing for `event_name`"
     if not hasattr(_event, event_name): raise Exception(f'missing {event_name}')
     asked = event_name in learn.__dict__ or hasattr(type(learn), event_name) # fastai's lookup would find the Learner's attribute
-    for cb in list(_sorted_cbs(learn)): # a copy: a callback may add or remove callbacks during the event, as with fastai's new sorted L
+    for cb in _sorted_cbs(learn): # a new list: a callback may add or remove callbacks during the event, as with fastai's new sorted L
         if asked or may_handle(cb, event_name): cb(event_name)
         elif event_name=='after_fit': cb.run = True # the one thing fastai's call does for a callback without the event
 
@@ -242,7 +242,7 @@ def float_pred(p):
     "fastai's `to_float(p)` (floating point tensors to float32), a plain tensor converted directly, without fastai's recursion over `p`"
     return (p.float() if p.is_floating_point() else p) if type(p) is torch.Tensor else _fa_to_float(p)
 
-# %% ../nbs/00_core.ipynb #15f539a0
+# %% ../nbs/00_core.ipynb #a098b8c0
 import hashlib, functools
 from fastcore.imports import noop
 from types import MethodType
@@ -257,13 +257,18 @@ LEAN_LOOP_CHECKED = {'Learner.__call__': '4ef387e1932cfd6e', 'Learner._with_even
                      'AvgSmoothLoss.accumulate': '9d4497a671ca5d6c', 'AvgSmoothLoss.value': '5a4ae5a9df1347da',
                      'TrainEvalCallback.after_batch': 'a11edf65d754d02d', 'BaseLoss.__call__': '774656c6842f7358'} # digests of fastai 2.8.12's source
 
+_CHECKED_CLASSES = dict(Learner=Learner, Recorder=Recorder, AvgSmoothLoss=AvgSmoothLoss, TrainEvalCallback=TrainEvalCallback, BaseLoss=BaseLoss)
+
 @functools.cache
-def _fastai_digest(qual:str)->str|None:
-    "The first 16 hex digits of the sha1 of the source of fastai's `qual` ('Learner._with_events'); None where the source cannot be read"
-    cls,name = qual.split('.')
-    f = dict(Learner=Learner, Recorder=Recorder, AvgSmoothLoss=AvgSmoothLoss, TrainEvalCallback=TrainEvalCallback, BaseLoss=BaseLoss)[cls].__dict__.get(name)
+def _source_digest(f)->str|None:
+    "The first 16 hex digits of the sha1 of the source of function `f` (a property's getter); None where the source cannot be read"
     try: return hashlib.sha1(inspect.getsource(f.fget if isinstance(f, property) else f).encode()).hexdigest()[:16]
     except (OSError, TypeError, AttributeError): return None
+
+def _fastai_digest(qual:str)->str|None:
+    "The digest of fastai's `qual` ('Learner._with_events') as its class holds it now: a method patched in since is another function, with its own digest"
+    cls,name = qual.split('.')
+    return _source_digest(_CHECKED_CLASSES[cls].__dict__.get(name))
 
 def fastai_code_checked(*quals)->bool:
     "Whether the source of each of fastai's `quals` ('Learner.one_batch') is the code fastperf's stand-ins were copied from (its digest in `LEAN_LOOP_CHECKED`)"
@@ -281,24 +286,23 @@ def lean_batch_ok(learn:Learner)->bool:
     return (t.one_batch is Learner.one_batch and t._set_device is Learner._set_device and t._split is Learner._split
             and fastai_code_checked('Learner.one_batch', 'Learner._set_device', 'Learner._split'))
 
-def _on_device(b, model, p=False)->bool:
-    "Whether batch `b` is a tuple of tensors all on the device of `model`'s first parameter (or of `p`, that parameter found before), where fastai's `_set_device` sends it (so it would hand back the same tensors; a fastai tensor's metadata as a copy)"
-    if p is False: p = next(model.parameters(), None)
+def _on_device(b, model)->bool:
+    "Whether batch `b` is a tuple of tensors all on the device of `model`'s first parameter, where fastai's `_set_device` sends it (so it would hand back the same tensors; a fastai tensor's metadata as a copy)"
+    p = next(model.parameters(), None)
     if p is None or type(b) is not tuple or (defaults.use_cuda==False and p.device.type!='cpu'): return False # (fastai's `to_device` sends to the CPU then)
     return all(isinstance(x, torch.Tensor) and x.device==p.device for x in b)
 
-_ninp_found = weakref.WeakKeyDictionary() # Learner -> (id of its `DataLoaders`, their `n_inp` or None, its model, the model's first parameter or None)
+_ninp_found = weakref.WeakKeyDictionary() # Learner -> (id of its `DataLoaders`, their `n_inp` or None)
 
 def fast_one_batch(learn:Learner, i, b):
-    "fastai's `Learner.one_batch`: a batch whose tensors are on the model's device already is not sent again, and the `DataLoaders`' `n_inp` and the model's first parameter (whose device is read each batch) are found at the first batch of each pass (and when the loaders or the model are replaced), not every batch; a `_set_device` or `_split` of the Learner's own is called"
+    "fastai's `Learner.one_batch`: a batch whose tensors are on the model's device already is not sent again, and the `DataLoaders`' `n_inp` is read at the first batch of each pass (and when they are replaced), not every batch; a `_set_device` or `_split` of the Learner's own is called"
     learn.iter = i
-    d,m = learn.__dict__,learn.model
-    c = _ninp_found.get(learn)
-    if i==0 or c is None or c[0]!=id(learn.dls) or c[2] is not m:
-        c = _ninp_found[learn] = (id(learn.dls), getattr(learn.dls, 'n_inp', None), m, next(m.parameters(), None))
-    if '_set_device' in d or not _on_device(b, m, c[3]): b = learn._set_device(b)
+    d = learn.__dict__
+    if '_set_device' in d or not _on_device(b, learn.model): b = learn._set_device(b)
     if '_split' in d: learn._split(b)
     else:
+        c = _ninp_found.get(learn)
+        if i==0 or c is None or c[0]!=id(learn.dls): c = _ninp_found[learn] = (id(learn.dls), getattr(learn.dls, 'n_inp', None))
         n = c[1] if c[1] is not None else 1 if len(b)==1 else len(b)-1 # (fastai's default where the loaders have no `n_inp`)
         learn.xb,learn.yb = b[:n],b[n:]
     learn._with_events(learn._do_one_batch, 'batch', CancelBatchException)
@@ -309,44 +313,46 @@ def fast_with_events(learn:Learner, f, event_type, ex, final=noop):
     except ex: learn._call_one(f'after_cancel_{event_type}')
     learn._call_one(f'after_{event_type}'); final()
 
+def _loss_call(lf):
+    "What computes loss `lf`: the lean call `plain_loss` gave it (`_fp_call`) where it has one of its own, not one a copy or a wrapper took over from another loss with its `__dict__`; else `lf`"
+    f = getattr(lf, '__dict__', {}).get('_fp_call')
+    return f if getattr(f, '__self__', None) is lf else lf
+
 def fast_do_one_batch(learn:Learner):
-    "fastai's `Learner._do_one_batch`, its events sent with `learn._call_one`, the loss through the loss function's `_fp_call` where it has one"
+    "fastai's `Learner._do_one_batch`, its events sent with `learn._call_one`, the loss through the loss function's `_fp_call` where it has its own"
     learn.pred = learn.model(*learn.xb)
     learn._call_one('after_pred')
     if len(learn.yb):
-        lf = learn.loss_func
-        learn.loss_grad = getattr(lf, '__dict__', {}).get('_fp_call', lf)(learn.pred, *learn.yb) # (the lean call of a fastai loss `plain_loss` gives, where it has one)
+        learn.loss_grad = _loss_call(learn.loss_func)(learn.pred, *learn.yb)
         learn.loss = learn.loss_grad.clone()
     learn._call_one('after_loss')
     if not learn.training or not len(learn.yb): return
     learn._do_grad_opt()
 
 def _smooth_ok(sl, loss)->bool:
-    "Whether `_smooth` computes what fastai's `AvgSmoothLoss` `sl` would: fastai's own class and code, a plain tensor loss, no distributed gather"
-    return type(sl) is AvgSmoothLoss and type(loss) is torch.Tensor and num_distrib()<=1 and fastai_code_checked('AvgSmoothLoss.accumulate', 'AvgSmoothLoss.value')
+    "Whether `_smooth` computes what fastai's `AvgSmoothLoss` `sl` would: fastai's own class and code (none of its own on the object), a plain tensor loss, no distributed gather"
+    return (type(sl) is AvgSmoothLoss and 'accumulate' not in sl.__dict__ and type(loss) is torch.Tensor and num_distrib()<=1
+            and fastai_code_checked('AvgSmoothLoss.accumulate', 'AvgSmoothLoss.value'))
 
 def _smooth(sl, loss):
-    "fastai's `AvgSmoothLoss.accumulate` then its `value`, with fewer tensor operations: the loss detached before its mean, and a 0-d loss, its own mean, taken as it is"
+    "fastai's `AvgSmoothLoss.accumulate`, the loss detached before its mean (the same number) and without `to_detach`'s recursion"
     sl.count += 1
-    d = loss.detach()
-    sl.val = torch.lerp((d.mean() if d.ndim else d).cpu(), sl.val, sl.beta)
-    return sl.val/(1-sl.beta**sl.count)
+    sl.val = torch.lerp(loss.detach().mean().cpu(), sl.val, sl.beta)
 
 def lean_record(self):
-    "fastai's `Recorder.after_batch`, the Learner's state read from the Learner, the training metrics listed without `L`s, the smooth loss by `_smooth` and its value computed once (the same tensor in `losses` and `learn.smooth_loss`)"
+    "fastai's `Recorder.after_batch`, the Learner's state read from the Learner, the training metrics listed without `L`s, the smooth loss accumulated by `_smooth`"
     learn = self.learn
     if len(learn.yb)==0: return
-    sl,v = self.smooth_loss,None
+    sl = self.smooth_loss
     if learn.training: mets = () if getattr(self, 'cancel_train', False) else (sl, *(self.metrics if self.train_metrics else ()))
     else: mets = self._valid_mets
     for met in mets:
-        if met is sl and _smooth_ok(sl, learn.loss): v = _smooth(sl, learn.loss)
+        if met is sl and _smooth_ok(sl, learn.loss): _smooth(sl, learn.loss)
         else: met.accumulate(learn)
     if not learn.training: return
     self.lrs.append(learn.opt.hypers[-1]['lr'])
-    if v is None: v = sl.value
-    self.losses.append(v)
-    learn.smooth_loss = v
+    self.losses.append(sl.value)
+    learn.smooth_loss = sl.value
 lean_record.__name__ = 'after_batch' # pickled as `getattr(recorder, 'after_batch')`: fastai's own method when loaded
 
 def lean_record_ok(rec)->bool:

@@ -19,7 +19,7 @@ from .core import model_device, running_loops, RestoringCallback, fastai_instanc
 # %% auto #0
 __all__ = ['AutoMixedPrecision', 'mixed_precision_cbs', 'cb_precision']
 
-# %% ../nbs/05_precision.ipynb #67707193
+# %% ../nbs/05_precision.ipynb #b62b9108
 @delegates(GradScaler)
 class AutoMixedPrecision(RestoringCallback):
     "Mixed precision on the model's device, as fastai's `MixedPrecision`: bf16 or fp16 autocast on CUDA or CPU, a GradScaler for fp16 only"
@@ -75,7 +75,7 @@ class AutoMixedPrecision(RestoringCallback):
         if self._scaling: self.learn.loss_grad = self.learn.scaler.scale(self.loss_grad)
     def before_step(self):
         "The scaler steps this callback as if it were the optimizer: `step` is called only where no gradient overflowed"
-        if not self._scaling: self.scales.append(1.0); return
+        if not self._scaling: self.skipped = False; self.scales.append(1.0); return # (what the disabled scaler's `step` would leave)
         self.skipped = True
         self.learn.scaler.step(self)
         if self.skipped: raise CancelStepException() # the optimizer step (and its zero_grad) is skipped
