@@ -1,19 +1,20 @@
 """What each of fastperf's per-batch shortcuts is worth, side by side: zoo tasks trained with `to_fastperf()`, and with one of its
-shortcuts taken away again (the lean loop: `fast_with_events`, `fast_do_one_batch`, `fast_one_batch`, `lean_record`; the stacked batches), against
+shortcuts taken away again (the lean loop: `fast_with_events`, `fast_do_one_batch`, `fast_one_batch`, `lean_record`, `lean_train_iter`; the stacked batches), against
 the plain loop, in interleaved rounds. Usage: python tools/lean_loop_bench.py [--tasks tabular digits_cnn] [--rounds 7]"""
 import argparse, statistics, warnings
 warnings.filterwarnings('ignore')
 from fastperf.measure.zoo import ZOO, _plain_loop
 from fastperf.measure.parity import learner_features
 from fastperf.measure.clock import measure_fit, interleave, ratio_interval
-from fastperf.core import no_bar, unset_learner_method, fast_with_events, fast_do_one_batch, fast_one_batch, lean_record
+from fastperf.core import no_bar, unset_learner_method, fast_with_events, fast_do_one_batch, fast_one_batch, lean_record, lean_train_iter
 from fastperf.pipeline import _lean_batches
 import fastperf.recommend # noqa: F401 (Learner.to_fastperf)
 
 def no_lean_loop(l):
-    "`l` with fastai's `_with_events`, `_do_one_batch` and `Recorder.after_batch` back (the rest of `to_fastperf()` kept)"
+    "`l` with fastai's `_with_events`, `_do_one_batch`, `one_batch`, `Recorder.after_batch` and `TrainEvalCallback.after_batch` back (the rest of `to_fastperf()` kept)"
     unset_learner_method(l, '_with_events', fast_with_events); unset_learner_method(l, '_do_one_batch', fast_do_one_batch); unset_learner_method(l, 'one_batch', fast_one_batch)
-    if getattr(l.recorder.__dict__.get('after_batch'), '__func__', None) is lean_record: del l.recorder.__dict__['after_batch']
+    for cb,fn in ((l.recorder, lean_record), (l.train_eval, lean_train_iter)):
+        if getattr(cb.__dict__.get('after_batch'), '__func__', None) is fn: del cb.__dict__['after_batch']
     return l
 
 def no_stack(l):
