@@ -348,7 +348,7 @@ def uint8_batches(dls:DataLoaders, # DataLoaders whose item pipeline may produce
             dl.to(dl.device)
     return dls
 
-# %% ../nbs/10_pipeline.ipynb #199d4330
+# %% ../nbs/10_pipeline.ipynb #21dd99d5
 def type_key(o):
     "The types fasttransform dispatches on: the item's type and, for a tuple, each element's"
     return (type(o), tuple(type_key(e) for e in o)) if _ft._is_tuple(o) else type(o)
@@ -432,7 +432,7 @@ def _pad_chunk(t, b)->tuple|None:
         if not isinstance(x, TT): return x
         y = _as_subclass(x, torch.Tensor)
         l = n-y.shape[0]
-        c,r = y.new_zeros((l//k)*k)+pad,y.new_zeros(l%k)+pad # (fastai's `pad_chunk`: the chunks of padding, then the rest)
+        c,r = y.new_full(((l//k)*k,), pad),y.new_full((l%k,), pad) # (fastai's `pad_chunk`, `new_zeros(...)+pad_idx`: the chunks of padding, then the rest)
         return _ft.retain_type(torch.cat([c, y, r]) if first else torch.cat([y, c, r]), x, as_copy=True)
     return tuple([tuple([one(x) for x in o]) for o in b])
 
