@@ -485,7 +485,7 @@ class LeanPipeline(Pipeline):
     def __reduce_ex__(self, proto): # pickled (`export`) and copied as fastai's own Pipeline: loading never needs fastperf
         return copyreg._reconstructor, (Pipeline, object, None), dict(self.__dict__)
 
-# %% ../nbs/10_pipeline.ipynb #7c9718b3
+# %% ../nbs/10_pipeline.ipynb #fed5726b
 ITEM_CACHE_FRAC = 0.25 # the item caches together keep at most this share of the memory available when one is (re)started
 
 _no_tf = torch._C.DisableTorchFunctionSubclass # tensor attributes read without fastai's `__torch_function__`
@@ -744,10 +744,21 @@ def _tab_tensors(to)->tuple:
 
 def _tab_rows(t, cm, i): return t.index_select(1, i).t() if cm else t.index_select(0, i)
 
+_TAB_SHARED = weakref.WeakKeyDictionary() # `TabularPandas` -> (its `DataFrame`, shape, `_tab_tensors`), made by a loader `lean_pipelines(cache=True)` set up (training's)
+
+def _tab_fresh(st, to)->bool: return st is not None and st[0] is to.items and st[1]==to.items.shape
+
+def _shared_tab(to):
+    "The tensors a training loader made of `to`, where they are still those of its `DataFrame` (None otherwise)"
+    try: st = _TAB_SHARED.get(to)
+    except TypeError: return None # (not weak-referenceable: nothing shared)
+    return st if _tab_fresh(st, to) else None
+
 def _lean_tab_batches(self, samps):
     "fastai's `DataLoader.create_batches` for a tabular loader, as `lean_pipelines` sets it: each batch gathers its rows from tensors made once per dataset, where fastai indexes the `DataFrame` per batch and converts the rows (the same tensors)"
     to,st = self.dataset,self.__dict__.get('_fp_tab')
-    if st is None or st[0] is not to.items or st[1]!=to.items.shape: st = self._fp_tab = (to.items, to.items.shape, _tab_tensors(to))
+    if not _tab_fresh(st, to): st = self._fp_tab = _shared_tab(to) or (to.items, to.items.shape, _tab_tensors(to))
+    if self.__dict__.get('_fp_tab_share') and _shared_tab(to) is not st: _TAB_SHARED[to] = st # (again, where another loader's `unlean_pipelines` took them)
     for i in _batch_idxs(self, samps): yield tuple([_tab_rows(t, cm, i) for t,cm in st[2]])
 _lean_tab_batches.__name__ = 'create_batches' # pickled as `getattr(dl, 'create_batches')`: fastai's own method when loaded
 
@@ -759,7 +770,7 @@ def _lean_tab_ok(dl)->bool:
     if not isinstance(dl.dataset, tc.TabularPandas) or len(getattr(dl.before_batch, 'fs', [])): return False
     fs = list(dl.after_batch.fs)
     if not fs or type(fs[-1]) not in (tc.ReadTabBatch, _read_tab_tensors()) or any(isinstance(t, tc.ReadTabBatch) for t in fs[:-1]): return False
-    return int(dl.dataset.items.memory_usage(deep=False).sum()) < _avail_bytes()/4
+    return _shared_tab(dl.dataset) is not None or int(dl.dataset.items.memory_usage(deep=False).sum()) < _avail_bytes()/4 # (tensors held already were measured)
 
 def _avail_bytes()->int:
     "Memory available to this process (bytes; Linux's MemAvailable, else 4 GiB assumed)"
@@ -767,14 +778,15 @@ def _avail_bytes()->int:
         with open('/proc/meminfo') as f: return next(int(l.split()[1])*1024 for l in f if l.startswith('MemAvailable'))
     except (OSError, StopIteration, ValueError): return 4*2**30
 
-def _lean_tab(dl):
-    "Give tabular loader `dl` lean batches: `_lean_tab_batches`, and a batch pipeline whose `ReadTabBatch` lets them pass (a new pipeline: the old one is kept for `unlean_pipelines`)"
+def _lean_tab(dl, share:bool):
+    "Give tabular loader `dl` lean batches: `_lean_tab_batches`, and a batch pipeline whose `ReadTabBatch` lets them pass (a new pipeline: the old one is kept for `unlean_pipelines`); with `share` the tensors it makes are its dataset's, read by the other lean loaders of that dataset"
     old = dl.after_batch
     rtb = old.fs[-1]
     if type(rtb) is not _read_tab_tensors(): # (a loader `new` made from a lean one has the lean `ReadTabBatch` already)
         new = object.__new__(_read_tab_tensors()); new.__dict__.update(rtb.__dict__)
         dl.after_batch = LeanPipeline(Pipeline([*old.fs[:-1], new], split_idx=old.split_idx))
     dl.create_batches = MethodType(_lean_tab_batches, dl)
+    if share: dl._fp_tab_share = True
     return (dl,'tabular',old)
 
 def lean_pipelines(dls, # `DataLoaders` (or one `DataLoader`) whose pipelines get the shortcuts, in place
@@ -792,7 +804,7 @@ def lean_pipelines(dls, # `DataLoaders` (or one `DataLoader`) whose pipelines ge
             dl.create_item = MethodType(_lean_create_item, dl); done.append((dl,'create_item'))
             if cache: hold_item_cache(dl.dataset, dl)
             if _lean_batch_ok(dl) and 'create_batches' not in dl.__dict__: dl.create_batches = MethodType(_lean_batches, dl); done.append((dl,'batches'))
-        if _lean_tab_ok(dl): done.append(_lean_tab(dl))
+        if _lean_tab_ok(dl): done.append(_lean_tab(dl, cache))
     return done
 
 def unlean_pipelines(dls, # `DataLoaders` (or one `DataLoader`), or the list `lean_pipelines` returned
@@ -807,6 +819,7 @@ def unlean_pipelines(dls, # `DataLoaders` (or one `DataLoader`), or the list `le
         if nm=='tabular':
             if getattr(o.__dict__.get('create_batches'), '__func__', None) is _lean_tab_batches:
                 del o.__dict__['create_batches']; o.__dict__.pop('_fp_tab', None)
+                if o.__dict__.pop('_fp_tab_share', False): _TAB_SHARED.pop(o.dataset, None)
                 o.after_batch = old[0] if old[0] is not None else _unread(o.after_batch)
             continue
         if nm=='create_item':
