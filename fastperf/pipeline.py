@@ -790,7 +790,7 @@ def _lean_tab(dl, share:bool):
     return (dl,'tabular',old)
 
 def lean_pipelines(dls, # `DataLoaders` (or one `DataLoader`) whose pipelines get the shortcuts, in place
-                   cache:bool=True, # Keep what each fastai `Datasets` makes of an index in RAM (the item cache: see above)
+                   cache:bool=True, # Keep what each fastai `Datasets` makes of an index in RAM (the item cache: see above), and share a tabular dataset's tensors with the loaders `new` makes of these
                   )->list:
     "Make each item and batch pipeline of `dls` a `LeanPipeline` and let its loaders index fastai's `Datasets` directly (from the item cache): the same batches, less Python per item; returns what it changed, for `unlean_pipelines`"
     _check_dls(dls, 'lean_pipelines')
