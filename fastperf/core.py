@@ -17,9 +17,9 @@ from fastai.torch_core import default_device
 __all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'model_device', 'device_sync', 'device_name', 'env_info', 'no_bar',
            'fastai_class', 'fastai_instances', 'running_loops', 'LearnerMethod', 'set_learner_method',
            'unset_learner_method', 'RestoringCallback', 'RNGState', 'fast_to_detach', 'may_handle', 'fast_call_one',
-           'FastCallback', 'float_pred', 'fastai_code_checked', 'lean_loop_ok', 'lean_batch_ok', 'fast_one_batch',
-           'fast_with_events', 'fast_do_one_batch', 'lean_record', 'lean_record_ok', 'lean_train_iter',
-           'lean_train_iter_ok', 'set_fast_dispatch', 'to_device_hookable', 'hook_to_device']
+           'FastCallback', 'float_pred', 'fastai_code_checked', 'lean_loop_ok', 'lean_batch_ok', 'on_model_device',
+           'fast_one_batch', 'fast_with_events', 'fast_do_one_batch', 'lean_record', 'lean_record_ok',
+           'lean_train_iter', 'lean_train_iter_ok', 'set_fast_dispatch', 'to_device_hookable', 'hook_to_device']
 
 # %% ../nbs/00_core.ipynb #6cb13a0f
 def model_device(model:torch.nn.Module)->torch.device:
@@ -242,12 +242,13 @@ def float_pred(p):
     "fastai's `to_float(p)` (floating point tensors to float32), a plain tensor converted directly, without fastai's recursion over `p`"
     return (p.float() if p.is_floating_point() else p) if type(p) is torch.Tensor else _fa_to_float(p)
 
-# %% ../nbs/00_core.ipynb #a098b8c0
+# %% ../nbs/00_core.ipynb #0613bc47
 import hashlib, functools
 from fastcore.imports import noop
 from types import MethodType
 from fastai.learner import Recorder, AvgSmoothLoss, TrainEvalCallback
 from fastai.losses import BaseLoss
+from fastai.callback.core import GatherPredsCallback
 from fastai.torch_core import num_distrib
 from fastai.callback.core import CancelBatchException
 
@@ -255,9 +256,11 @@ LEAN_LOOP_CHECKED = {'Learner.__call__': '4ef387e1932cfd6e', 'Learner._with_even
                      'Recorder.after_batch': 'f6299ff082be5666', 'Recorder._train_mets': '60b9f387b9e65611',
                      'Learner.one_batch': '58863a6d535ee987', 'Learner._set_device': '8bee7e5ee074dd92', 'Learner._split': 'ee949971e7997d41',
                      'AvgSmoothLoss.accumulate': '9d4497a671ca5d6c', 'AvgSmoothLoss.value': '5a4ae5a9df1347da',
-                     'TrainEvalCallback.after_batch': 'a11edf65d754d02d', 'BaseLoss.__call__': '774656c6842f7358'} # digests of fastai 2.8.12's source
+                     'TrainEvalCallback.after_batch': 'a11edf65d754d02d', 'BaseLoss.__call__': '774656c6842f7358',
+                     'Learner.all_batches': '7541bfd359730400', 'GatherPredsCallback.before_batch': '6308ba41fccaf5e6',
+                     'GatherPredsCallback.after_batch': '6e2c37ae0d64c04a'} # digests of fastai 2.8.12's source
 
-_CHECKED_CLASSES = dict(Learner=Learner, Recorder=Recorder, AvgSmoothLoss=AvgSmoothLoss, TrainEvalCallback=TrainEvalCallback, BaseLoss=BaseLoss)
+_CHECKED_CLASSES = dict(Learner=Learner, Recorder=Recorder, AvgSmoothLoss=AvgSmoothLoss, TrainEvalCallback=TrainEvalCallback, BaseLoss=BaseLoss, GatherPredsCallback=GatherPredsCallback)
 
 @functools.cache
 def _source_digest(f)->str|None:
@@ -286,7 +289,7 @@ def lean_batch_ok(learn:Learner)->bool:
     return (t.one_batch is Learner.one_batch and t._set_device is Learner._set_device and t._split is Learner._split
             and fastai_code_checked('Learner.one_batch', 'Learner._set_device', 'Learner._split'))
 
-def _on_device(b, model)->bool:
+def on_model_device(b, model)->bool:
     "Whether batch `b` is a tuple of tensors all on the device of `model`'s first parameter, where fastai's `_set_device` sends it (so it would hand back the same tensors; a fastai tensor's metadata as a copy)"
     p = next(model.parameters(), None)
     if p is None or type(b) is not tuple or (defaults.use_cuda==False and p.device.type!='cpu'): return False # (fastai's `to_device` sends to the CPU then)
@@ -298,7 +301,7 @@ def fast_one_batch(learn:Learner, i, b):
     "fastai's `Learner.one_batch`: a batch whose tensors are on the model's device already is not sent again, and the `DataLoaders`' `n_inp` is read at the first batch of each pass (and when they are replaced), not every batch; a `_set_device` or `_split` of the Learner's own is called"
     learn.iter = i
     d = learn.__dict__
-    if '_set_device' in d or not _on_device(b, learn.model): b = learn._set_device(b)
+    if '_set_device' in d or not on_model_device(b, learn.model): b = learn._set_device(b)
     if '_split' in d: learn._split(b)
     else:
         c = _ninp_found.get(learn)
