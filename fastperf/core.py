@@ -126,7 +126,7 @@ def unset_learner_method(learn:Learner, name:str, fn=None)->bool:
     if not isinstance(m, LearnerMethod) or (fn is not None and m.fn is not fn): return False
     del learn.__dict__[name]; return True
 
-# %% ../nbs/00_core.ipynb #68bb31b6
+# %% ../nbs/00_core.ipynb #20d94810
 @patch
 def on_fit_exit(self:Learner, fn):
     "Run `fn()` when the current loop (`fit`, `get_preds`, `validate`, `tta`) ends, normally, cancelled or by an exception (last registered runs first)"
@@ -153,6 +153,9 @@ _RESTORING = {n:_Restoring(n) for n in _LOOP_CODES.values()}
 
 class RestoringCallback(Callback):
     "A `Callback` whose Learner runs what it registers with `learn.on_fit_exit` however the loop ends (the base of fastperf's callbacks that change state)"
+    def learner_methods(self)->dict:
+        "Methods this callback gives the Learner it is on, name -> `fn(learn, ...)` (`set_learner_method`), taken back when the last callback of its class leaves (none here)"
+        return {}
     @property
     def learn(self): return self.__dict__.get('_learn')
     @learn.setter
@@ -160,9 +163,13 @@ class RestoringCallback(Callback):
         old,joined = self.__dict__.get('_learn'),self.__dict__.pop('_fp_joined', None)
         if learn is None and old is not None and joined is not None: old._run_fit_exit(joined) # taken off at the end of the loop it joined
         self.__dict__['_learn'] = learn
-        if learn is None: return
+        if learn is None:
+            if old is not None and not any(isinstance(c, type(self)) and c is not self for c in old.cbs):
+                for n,f in self.learner_methods().items(): unset_learner_method(old, n, f)
+            return
         for n,f in _RESTORING.items():
             if not isinstance(learn.__dict__.get(n), LearnerMethod): set_learner_method(learn, n, f)
+        for n,f in self.learner_methods().items(): set_learner_method(learn, n, f)
         if running_loops(learn): self.__dict__['_fp_joined'] = _exit_depth(learn) # joined a loop already running, which has no stand-in
 
 # %% ../nbs/00_core.ipynb #163970ae
