@@ -279,7 +279,7 @@ def _lean_infer_batches(learn, fi):
             learn.xb,learn.yb = xb,yb
             for c in fcast: type(c).before_batch(c)
             xb,yb = learn.xb,learn.yb
-        xb = cast_to_tensor(xb) # FastInference (9)
+        if not cast: xb = cast_to_tensor(xb) # FastInference (9); after fastperf's CastToTensor's cast (the same function) it has nothing left to cast
         if fi.channels_last and _cl_ok(learn, xb): xb = as_channels_last(xb)
         learn.xb,learn.yb = xb,yb
         if dt is None: learn.pred = learn.model(*xb)
