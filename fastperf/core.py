@@ -17,9 +17,10 @@ from fastai.torch_core import default_device
 __all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'model_device', 'device_sync', 'device_name', 'env_info', 'no_bar',
            'fastai_class', 'fastai_instances', 'running_loops', 'LearnerMethod', 'set_learner_method',
            'unset_learner_method', 'RestoringCallback', 'RNGState', 'fast_to_detach', 'may_handle', 'fast_call_one',
-           'FastCallback', 'float_pred', 'fastai_code_checked', 'lean_loop_ok', 'lean_batch_ok', 'on_model_device',
-           'fast_one_batch', 'fast_with_events', 'fast_do_one_batch', 'lean_record', 'lean_record_ok',
-           'lean_train_iter', 'lean_train_iter_ok', 'set_fast_dispatch', 'to_device_hookable', 'hook_to_device']
+           'BatchPlan', 'batch_plan', 'send_event', 'FastCallback', 'float_pred', 'fastai_code_checked', 'lean_loop_ok',
+           'lean_batch_ok', 'on_model_device', 'fast_one_batch', 'fast_with_events', 'fast_do_one_batch',
+           'flat_batch_ok', 'flat_batch', 'lean_record', 'lean_record_ok', 'lean_train_iter', 'lean_train_iter_ok',
+           'set_fast_dispatch', 'to_device_hookable', 'hook_to_device']
 
 # %% ../nbs/00_core.ipynb #6cb13a0f
 def model_device(model:torch.nn.Module)->torch.device:
@@ -210,7 +211,7 @@ def fast_to_detach(learn:Learner, b, cpu=True, gather=True):
     f = _dl_to_detach(getattr(learn, 'dl', None))
     return f(b, cpu, gather) if f is not None else _fa_to_detach(b, cpu, gather)
 
-# %% ../nbs/00_core.ipynb #924dcbcc
+# %% ../nbs/00_core.ipynb #0c5e4f62
 from fastai.callback.core import event as _event
 from fastcore.basics import GetAttr as _GetAttr
 
@@ -237,6 +238,52 @@ def fast_call_one(learn:Learner, event_name):
         if asked or may_handle(cb, event_name): cb(event_name)
         elif event_name=='after_fit': cb.run = True # the one thing fastai's call does for a callback without the event
 
+from fastai.callback.core import _inner_loop, modify_exception as _modify_exception
+from fastai.callback.core import (CancelBatchException, CancelBackwardException, CancelStepException, CancelEpochException, CancelFitException,
+                                  CancelTrainException, CancelValidException)
+_CANCELS = (CancelBatchException, CancelBackwardException, CancelEpochException, CancelFitException, CancelStepException, CancelTrainException, CancelValidException)
+_CB_CALL = Callback.__call__ # fastai's, as imported
+_CALL_CHECKED = [False] # whether its code is the code checked (`LEAN_LOOP_CHECKED`, below): only then is it run inline
+_MISSING = object()
+
+def _inline_ok(cb)->bool:
+    "Whether fastai's `cb(event)` may be run inline: fastai's own `Callback.__call__` (in the code checked) and lookup, the callback's `training` its Learner's (read through the delegation, no `_xtra` to filter it)"
+    cls = type(cb)
+    return (cls.__call__ is _CB_CALL and _CALL_CHECKED[0] and getattr(cls, '__getattr__', None) is _GetAttr.__getattr__
+            and 'training' not in cb.__dict__ and not hasattr(cls, 'training') and '_xtra' not in cb.__dict__ and not hasattr(cls, '_xtra'))
+
+class BatchPlan:
+    "Which callbacks `learn(event)` calls for each event of a batch, in fastai's order, found once per pass (`batch_plan`): positions in `learn.cbs` and whether fastai's `Callback.__call__` runs inline"
+    def __init__(self, learn, cbs):
+        self.ids,self.orders = tuple(map(id, cbs)),tuple([c.order for c in cbs])
+        order = sorted(range(len(cbs)), key=lambda i: self.orders[i])
+        self.events = {}
+        for e in _inner_loop:
+            asked = e in learn.__dict__ or hasattr(type(learn), e) # fastai's lookup would find the Learner's attribute
+            self.events[e] = tuple([(i, not asked and _inline_ok(cbs[i])) for i in order if asked or may_handle(cbs[i], e)])
+    def fits(self, cbs)->bool: return self.ids==tuple(map(id, cbs)) and self.orders==tuple([c.order for c in cbs])
+
+_plans = weakref.WeakKeyDictionary() # Learner -> its `BatchPlan` (positions only: no callback held)
+
+def batch_plan(learn:Learner, new_pass:bool=False)->BatchPlan:
+    "`learn`'s `BatchPlan`, made at the first batch of each pass (`new_pass`: a handler a callback's class gained since is found) and anew when the callbacks or their orders change"
+    cbs = learn.cbs.items
+    p = _plans.get(learn)
+    if new_pass or p is None or not p.fits(cbs): p = _plans[learn] = BatchPlan(learn, cbs)
+    return p
+
+def send_event(learn:Learner, cbs:list, plan:BatchPlan, event_name:str):
+    "What `fast_call_one(learn, event_name)` does for an event of a batch, with the callbacks `plan` found in `cbs` (`learn.cbs` when the batch began): where the list has changed since (a callback added or removed), or for an event fastai does not count as one of a batch's, `fast_call_one` itself"
+    if learn.cbs.items is not cbs or len(cbs)!=len(plan.ids) or event_name not in plan.events: return fast_call_one(learn, event_name) # (fastai's `after_cancel_step` is not one of its batch events: the phase is not checked for it)
+    for cb,inline in [(cbs[i],k) for i,k in plan.events[event_name]]: # (the callbacks of this event, listed before any runs, as fastai's sorted `L`)
+        if not inline: cb(event_name); continue
+        if not cb.run: continue
+        tr = getattr(cb.learn, 'training', _MISSING) # fastai's `getattr(cb, 'training', default)`: the Learner's, else the default
+        if (cb.run_train or cb.run_valid) if tr is _MISSING else ((cb.run_train and tr) or (cb.run_valid and not tr)):
+            try: getattr(cb, event_name)()
+            except _CANCELS: raise
+            except Exception as e: raise _modify_exception(e, f'Exception occured in `{type(cb).__name__}` when calling event `{event_name}`:\n\t{e.args[0]}', replace=True)
+
 class FastCallback(Callback):
     "A `Callback` that looks events up on its class only (fastai's lookup of an event a callback lacks falls through to the Learner and the model: ~15 µs)"
     def __call__(self, event_name):
@@ -249,7 +296,7 @@ def float_pred(p):
     "fastai's `to_float(p)` (floating point tensors to float32), a plain tensor converted directly, without fastai's recursion over `p`"
     return (p.float() if p.is_floating_point() else p) if type(p) is torch.Tensor else _fa_to_float(p)
 
-# %% ../nbs/00_core.ipynb #0613bc47
+# %% ../nbs/00_core.ipynb #9f2301b7
 import hashlib, functools
 from fastcore.imports import noop
 from types import MethodType
@@ -265,9 +312,10 @@ LEAN_LOOP_CHECKED = {'Learner.__call__': '4ef387e1932cfd6e', 'Learner._with_even
                      'AvgSmoothLoss.accumulate': '9d4497a671ca5d6c', 'AvgSmoothLoss.value': '5a4ae5a9df1347da',
                      'TrainEvalCallback.after_batch': 'a11edf65d754d02d', 'BaseLoss.__call__': '774656c6842f7358',
                      'Learner.all_batches': '7541bfd359730400', 'GatherPredsCallback.before_batch': '6308ba41fccaf5e6',
-                     'GatherPredsCallback.after_batch': '6e2c37ae0d64c04a'} # digests of fastai 2.8.12's source
+                     'GatherPredsCallback.after_batch': '6e2c37ae0d64c04a',
+                     'Learner._do_grad_opt': 'bf78402b51bd6213', 'Callback.__call__': '2a86b41d6529d9cd'} # digests of fastai 2.8.12's source
 
-_CHECKED_CLASSES = dict(Learner=Learner, Recorder=Recorder, AvgSmoothLoss=AvgSmoothLoss, TrainEvalCallback=TrainEvalCallback, BaseLoss=BaseLoss, GatherPredsCallback=GatherPredsCallback)
+_CHECKED_CLASSES = dict(Callback=Callback, Learner=Learner, Recorder=Recorder, AvgSmoothLoss=AvgSmoothLoss, TrainEvalCallback=TrainEvalCallback, BaseLoss=BaseLoss, GatherPredsCallback=GatherPredsCallback)
 
 @functools.cache
 def _source_digest(f)->str|None:
@@ -283,6 +331,8 @@ def _fastai_digest(qual:str)->str|None:
 def fastai_code_checked(*quals)->bool:
     "Whether the source of each of fastai's `quals` ('Learner.one_batch') is the code fastperf's stand-ins were copied from (its digest in `LEAN_LOOP_CHECKED`)"
     return all(_fastai_digest(q)==LEAN_LOOP_CHECKED[q] for q in quals)
+
+_CALL_CHECKED[0] = _source_digest(_CB_CALL)==LEAN_LOOP_CHECKED['Callback.__call__'] # (a batch runs it inline only then; a class with another `__call__` is called)
 
 def lean_loop_ok(learn:Learner)->bool:
     "Whether `learn` runs fastai's own `__call__`, `_with_events` and `_do_one_batch`, in the code `fast_with_events` and `fast_do_one_batch` copy"
@@ -315,7 +365,8 @@ def fast_one_batch(learn:Learner, i, b):
         if i==0 or c is None or c[0]!=id(learn.dls): c = _ninp_found[learn] = (id(learn.dls), getattr(learn.dls, 'n_inp', None))
         n = c[1] if c[1] is not None else 1 if len(b)==1 else len(b)-1 # (fastai's default where the loaders have no `n_inp`)
         learn.xb,learn.yb = b[:n],b[n:]
-    learn._with_events(learn._do_one_batch, 'batch', CancelBatchException)
+    if flat_batch_ok(learn): flat_batch(learn, batch_plan(learn, i==0))
+    else: learn._with_events(learn._do_one_batch, 'batch', CancelBatchException)
 
 def fast_with_events(learn:Learner, f, event_type, ex, final=noop):
     "fastai's `Learner._with_events`, each event sent with `learn._call_one` (what `learn(event)` does for one event, without the `L`), looked up at each event as fastai does (a callback may wrap it, as `SyncDebug` does)"
@@ -338,6 +389,36 @@ def fast_do_one_batch(learn:Learner):
     learn._call_one('after_loss')
     if not learn.training or not len(learn.yb): return
     learn._do_grad_opt()
+
+def flat_batch_ok(learn:Learner)->bool:
+    "Whether `learn`'s batch may run as `flat_batch`: its `_call_one`, `_with_events` and `_do_one_batch` are `set_fast_dispatch`'s, its `_do_grad_opt` fastai's, in the code checked"
+    d = learn.__dict__
+    return (getattr(d.get('_call_one'), 'fn', None) is fast_call_one and getattr(d.get('_with_events'), 'fn', None) is fast_with_events
+            and getattr(d.get('_do_one_batch'), 'fn', None) is fast_do_one_batch and '_do_grad_opt' not in d
+            and type(learn)._do_grad_opt is Learner._do_grad_opt and fastai_code_checked('Learner._do_grad_opt'))
+
+def flat_batch(learn:Learner, plan:BatchPlan):
+    "fastai's `learn._with_events(learn._do_one_batch, 'batch', CancelBatchException)` in one function: `fast_do_one_batch` and fastai's `_do_grad_opt` with their `_with_events` written out, each event sent by `send_event` with the callbacks `plan` found; the same events, in the same order, with the same cancellations"
+    cbs = learn.cbs.items
+    def send(e): send_event(learn, cbs, plan, e)
+    try:
+        send('before_batch')
+        learn.pred = learn.model(*learn.xb)
+        send('after_pred')
+        if len(learn.yb):
+            learn.loss_grad = _loss_call(learn.loss_func)(learn.pred, *learn.yb)
+            learn.loss = learn.loss_grad.clone()
+        send('after_loss')
+        if learn.training and len(learn.yb):
+            try: send('before_backward'); learn._backward()
+            except CancelBackwardException: send('after_cancel_backward')
+            send('after_backward')
+            try: send('before_step'); learn._step()
+            except CancelStepException: send('after_cancel_step')
+            send('after_step')
+            learn.opt.zero_grad()
+    except CancelBatchException: send('after_cancel_batch')
+    send('after_batch')
 
 def _smooth_ok(sl, loss)->bool:
     "Whether `_smooth` computes what fastai's `AvgSmoothLoss` `sl` would: fastai's own class and code (none of its own on the object), a plain tensor loss, no distributed gather"
