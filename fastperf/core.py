@@ -211,7 +211,7 @@ def fast_to_detach(learn:Learner, b, cpu=True, gather=True):
     f = _dl_to_detach(getattr(learn, 'dl', None))
     return f(b, cpu, gather) if f is not None else _fa_to_detach(b, cpu, gather)
 
-# %% ../nbs/00_core.ipynb #0c5e4f62
+# %% ../nbs/00_core.ipynb #01d86edd
 from fastai.callback.core import event as _event
 from fastcore.basics import GetAttr as _GetAttr
 
@@ -249,7 +249,7 @@ _MISSING = object()
 def _inline_ok(cb)->bool:
     "Whether fastai's `cb(event)` may be run inline: fastai's own `Callback.__call__` (in the code checked) and lookup, the callback's `training` its Learner's (read through the delegation, no `_xtra` to filter it)"
     cls = type(cb)
-    return (cls.__call__ is _CB_CALL and _CALL_CHECKED[0] and getattr(cls, '__getattr__', None) is _GetAttr.__getattr__
+    return (cls.__call__ is _CB_CALL and _CALL_CHECKED[0] and getattr(cls, '__getattr__', None) is _GetAttr.__getattr__ and cls._default=='learn'
             and 'training' not in cb.__dict__ and not hasattr(cls, 'training') and '_xtra' not in cb.__dict__ and not hasattr(cls, '_xtra'))
 
 class BatchPlan:
@@ -272,9 +272,10 @@ def batch_plan(learn:Learner, new_pass:bool=False)->BatchPlan:
     if new_pass or p is None or not p.fits(cbs): p = _plans[learn] = BatchPlan(learn, cbs)
     return p
 
-def send_event(learn:Learner, cbs:list, plan:BatchPlan, event_name:str):
-    "What `fast_call_one(learn, event_name)` does for an event of a batch, with the callbacks `plan` found in `cbs` (`learn.cbs` when the batch began): where the list has changed since (a callback added or removed), or for an event fastai does not count as one of a batch's, `fast_call_one` itself"
-    if learn.cbs.items is not cbs or len(cbs)!=len(plan.ids) or event_name not in plan.events: return fast_call_one(learn, event_name) # (fastai's `after_cancel_step` is not one of its batch events: the phase is not checked for it)
+def send_event(learn:Learner, plan:BatchPlan, event_name:str):
+    "What `fast_call_one(learn, event_name)` does for an event of a batch, with the callbacks `plan` found: where `learn.cbs` are no longer the callbacks it was made for (one added, removed or replaced during the batch), or for an event fastai does not count as one of a batch's, `fast_call_one` itself"
+    cbs = learn.cbs.items
+    if tuple(map(id, cbs))!=plan.ids or event_name not in plan.events: return fast_call_one(learn, event_name) # (fastai's `after_cancel_step` is not one of its batch events: the phase is not checked for it)
     for cb,inline in [(cbs[i],k) for i,k in plan.events[event_name]]: # (the callbacks of this event, listed before any runs, as fastai's sorted `L`)
         if not inline: cb(event_name); continue
         if not cb.run: continue
@@ -296,7 +297,7 @@ def float_pred(p):
     "fastai's `to_float(p)` (floating point tensors to float32), a plain tensor converted directly, without fastai's recursion over `p`"
     return (p.float() if p.is_floating_point() else p) if type(p) is torch.Tensor else _fa_to_float(p)
 
-# %% ../nbs/00_core.ipynb #9f2301b7
+# %% ../nbs/00_core.ipynb #fbada032
 import hashlib, functools
 from fastcore.imports import noop
 from types import MethodType
@@ -399,8 +400,7 @@ def flat_batch_ok(learn:Learner)->bool:
 
 def flat_batch(learn:Learner, plan:BatchPlan):
     "fastai's `learn._with_events(learn._do_one_batch, 'batch', CancelBatchException)` in one function: `fast_do_one_batch` and fastai's `_do_grad_opt` with their `_with_events` written out, each event sent by `send_event` with the callbacks `plan` found; the same events, in the same order, with the same cancellations"
-    cbs = learn.cbs.items
-    def send(e): send_event(learn, cbs, plan, e)
+    def send(e): send_event(learn, plan, e)
     try:
         send('before_batch')
         learn.pred = learn.model(*learn.xb)

@@ -488,7 +488,7 @@ class LeanPipeline(Pipeline):
     def __reduce_ex__(self, proto): # pickled (`export`) and copied as fastai's own Pipeline: loading never needs fastperf
         return copyreg._reconstructor, (Pipeline, object, None), dict(self.__dict__)
 
-# %% ../nbs/10_pipeline.ipynb #8f8a8f84
+# %% ../nbs/10_pipeline.ipynb #b9e78194
 ITEM_CACHE_FRAC = 0.25 # the item caches together keep at most this share of the memory available when one is (re)started
 
 _no_tf = torch._C.DisableTorchFunctionSubclass # tensor attributes read without fastai's `__torch_function__`
@@ -728,6 +728,7 @@ class _Folded(tuple):
 def _make_fold(dl, st, ts, c):
     "`st` with transforms `ts` applied to all its items at once, a `_Stack` whose batches are `_Folded`, where the first batch through the loader's whole batch pipeline is the same both ways and the new tensors fit the cache's memory share; None where not"
     p,n = dl.after_batch,len(st.fields[0])
+    if c.nbytes+sum(f.nelement()*(f.element_size()+max(f.element_size(), 4)) for f in st.fields)>c.limit: return None # (room for the copy the transforms start from and for their output, as float32 at least, checked before either is made)
     with torch.inference_mode(False):
         try:
             whole = st.batch(torch.arange(n))

@@ -43,7 +43,10 @@ each replayed statement):
              `defaults.callbacks`, so every Learner the tests build carries them;
   * cbs_cl : as cbs, plus fastperf's ChannelsLast;
   * infer  : as import, plus fastperf's CastToTensor and FastInference (its defaults: fp32, lean pipelines, no loss in
-             `get_preds` without `with_loss`) in `defaults.callbacks` (not in the default set).
+             `get_preds` without `with_loss`) in `defaults.callbacks` (not in the default set);
+  * lean   : as import, plus `set_fast_dispatch` on every Learner as it is made (fastai's `Learner.__init__` wrapped in
+             the test process): fastperf's lean loop (the flat batch, the lean Recorder and TrainEvalCallback) under every
+             test (not in the default set).
 When `plain` is among the configs it runs first; the other configs then run the notebooks plain ran to the end (all of
 them, or with `--clean` only those with no failing cell), and a cell counts against a configuration only if it passed plain.
 
@@ -73,6 +76,15 @@ CONFIGS = {
     'cbs':    'import fastperf.all',
     'cbs_cl': 'import fastperf.all',
     'infer':  'import fastperf.all',
+    # every Learner the tests build gets fastperf's lean loop (`set_fast_dispatch`: the flat batch, the lean Recorder, ...),
+    # the Learner's class left as fastai's (this harness wraps its __init__, in the test process only)
+    'lean':   '''import fastperf.all, functools as _fp_ft
+from fastperf.core import set_fast_dispatch as _fp_sfd
+import fastai.learner as _fp_fl
+_fp_init = _fp_fl.Learner.__init__
+@_fp_ft.wraps(_fp_init)
+def _fp_lean_init(self, *args, **kwargs): _fp_init(self, *args, **kwargs); _fp_sfd(self)
+_fp_fl.Learner.__init__ = _fp_lean_init''',
 }
 DEFAULT_CONFIGS = 'plain,import,cbs,cbs_cl'
 EXPORT_FLAGS = {'export', 'exports', 'exporti'}
