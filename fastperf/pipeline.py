@@ -488,7 +488,7 @@ class LeanPipeline(Pipeline):
     def __reduce_ex__(self, proto): # pickled (`export`) and copied as fastai's own Pipeline: loading never needs fastperf
         return copyreg._reconstructor, (Pipeline, object, None), dict(self.__dict__)
 
-# %% ../nbs/10_pipeline.ipynb #b9e78194
+# %% ../nbs/10_pipeline.ipynb #989a5c32
 ITEM_CACHE_FRAC = 0.25 # the item caches together keep at most this share of the memory available when one is (re)started
 
 _no_tf = torch._C.DisableTorchFunctionSubclass # tensor attributes read without fastai's `__torch_function__`
@@ -656,6 +656,10 @@ class _Stack:
 
 def _meta(t): return getattr(t, '__dict__', {})
 
+def _same_batch(ref, got)->bool:
+    "Whether two batches are the same: elements, types and values (`_same`), and each element's metadata"
+    return _same(ref, got) and all(_same(_meta(a), _meta(b)) for a,b in zip(ref, got))
+
 def _make_stack(dl, c):
     "Stack what `dl` makes of every index of its dataset (from the item cache `c`), where that is the same every time and fastai's `do_batch` would give the same batch; None where not"
     ds,p = dl.dataset,dl.after_item
@@ -674,7 +678,7 @@ def _make_stack(dl, c):
     st = _Stack(fields, proto)
     k = min(dl.bs, len(items)) # the first batch made both ways: the same elements, types and metadata, or no stack
     ref,got = dl.do_batch(items[:k]),st.batch(torch.arange(k))
-    if not (_same(ref, got) and all(_same(_meta(a), _meta(b)) for a,b in zip(ref, got))): return None
+    if not _same_batch(ref, got): return None
     c.nbytes += n
     return st
 
@@ -750,7 +754,7 @@ def _make_fold(dl, st, ts, c):
     i = torch.arange(min(dl.bs, n)) # the first batch through the whole pipeline both ways, under the same random state: the same elements, types, values and metadata, or no fold
     with RNGState(): set_seed(0); ref = p(st.batch(i))
     with RNGState(): set_seed(0); got = p(fo.batch(i))
-    if not (_same(ref, got) and all(_same(_meta(a), _meta(b)) for a,b in zip(ref, got))): return None
+    if not _same_batch(ref, got): return None
     c.nbytes += nb
     return fo
 
