@@ -18,9 +18,9 @@ __all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'model_device', 'device_syn
            'fastai_class', 'fastai_instances', 'running_loops', 'LearnerMethod', 'set_learner_method',
            'unset_learner_method', 'RestoringCallback', 'RNGState', 'fast_to_detach', 'may_handle', 'fast_call_one',
            'BatchPlan', 'batch_plan', 'send_event', 'FastCallback', 'float_pred', 'fastai_code_checked', 'lean_loop_ok',
-           'lean_batch_ok', 'on_model_device', 'fast_one_batch', 'fast_with_events', 'fast_do_one_batch',
+           'lean_batch_ok', 'first_param', 'on_model_device', 'fast_one_batch', 'fast_with_events', 'fast_do_one_batch',
            'flat_batch_ok', 'flat_batch', 'lean_record', 'lean_record_ok', 'lean_train_iter', 'lean_train_iter_ok',
-           'set_fast_dispatch', 'to_device_hookable', 'hook_to_device']
+           'set_fast_dispatch', 'to_device_hookable', 'hook_to_device', 'lean_iter_ok', 'lean_iter']
 
 # %% ../nbs/00_core.ipynb #6cb13a0f
 def model_device(model:torch.nn.Module)->torch.device:
@@ -297,7 +297,7 @@ def float_pred(p):
     "fastai's `to_float(p)` (floating point tensors to float32), a plain tensor converted directly, without fastai's recursion over `p`"
     return (p.float() if p.is_floating_point() else p) if type(p) is torch.Tensor else _fa_to_float(p)
 
-# %% ../nbs/00_core.ipynb #fbada032
+# %% ../nbs/00_core.ipynb #f648f5d0
 import hashlib, functools
 from fastcore.imports import noop
 from types import MethodType
@@ -347,9 +347,30 @@ def lean_batch_ok(learn:Learner)->bool:
     return (t.one_batch is Learner.one_batch and t._set_device is Learner._set_device and t._split is Learner._split
             and fastai_code_checked('Learner.one_batch', 'Learner._set_device', 'Learner._split'))
 
+_NO_WALK = object()
+
+def _walk_first(m):
+    "The first parameter `named_parameters` would give from module `m` down (None: none), or `_NO_WALK` where a module's class visits its submodules its own way"
+    if type(m).named_modules is not torch.nn.Module.named_modules: return _NO_WALK
+    for p in m._parameters.values():
+        if p is not None: return p
+    for c in m._modules.values():
+        if c is not None:
+            p = _walk_first(c)
+            if p is not None: return p
+    return None
+
+def first_param(model:torch.nn.Module):
+    "`next(model.parameters(), None)`, found by walking the modules' `_parameters` and `_modules` in the order `named_modules` visits them (about 1 us where `parameters()` takes 10): a model whose class lists its parameters its own way is asked"
+    t = type(model)
+    if t.parameters is torch.nn.Module.parameters and t.named_parameters is torch.nn.Module.named_parameters and t._named_members is torch.nn.Module._named_members:
+        p = _walk_first(model)
+        if p is not _NO_WALK: return p
+    return next(model.parameters(), None)
+
 def on_model_device(b, model)->bool:
     "Whether batch `b` is a tuple of tensors all on the device of `model`'s first parameter, where fastai's `_set_device` sends it (so it would hand back the same tensors; a fastai tensor's metadata as a copy)"
-    p = next(model.parameters(), None)
+    p = first_param(model)
     if p is None or type(b) is not tuple or (defaults.use_cuda==False and p.device.type!='cpu'): return False # (fastai's `to_device` sends to the CPU then)
     return all(isinstance(x, torch.Tensor) and x.device==p.device for x in b)
 
@@ -503,3 +524,28 @@ def hook_to_device(hook, # `hook(to_device, b, device, non_blocking)`, run for e
     try: yield
     finally:
         if fdl.to_device is to_device: fdl.to_device = old
+
+# %% ../nbs/00_core.ipynb #cb85a6c6
+from fastai.data.load import DataLoader, _FakeLoader
+import fastai.data.load as _fdl
+LEAN_LOOP_CHECKED.update({'DataLoader.__iter__': '50c3a8fe63d48e45', '_FakeLoader.__iter__': 'e1a63a9b9cd5feab'})
+_CHECKED_CLASSES.update(DataLoader=DataLoader, _FakeLoader=_FakeLoader)
+
+def lean_iter_ok(dl)->bool:
+    "Whether `lean_iter` may iterate `dl`: a fastai `DataLoader` with fastai's own `__iter__` and `_FakeLoader` (in the code checked), no workers, no pinned memory and no timeout"
+    fl = getattr(dl, 'fake_l', None)
+    return (isinstance(dl, DataLoader) and type(dl).__iter__ is DataLoader.__iter__ and type(fl) is _FakeLoader and fl.d is dl
+            and fl.num_workers==0 and not fl.pin_memory and not dl.pin_memory and not fl.timeout and type(fl).__iter__ is _FakeLoader.__iter__
+            and fastai_code_checked('DataLoader.__iter__', '_FakeLoader.__iter__'))
+
+def lean_iter(dl:DataLoader):
+    "fastai's `DataLoader.__iter__` for a loader `lean_iter_ok` passed, without torch's single-process iterator around `create_batches`: the same batches, events and random draws"
+    dl.randomize()
+    dl.before_iter()
+    dl._DataLoader__idxs = dl.get_idxs() # (fastai's `self.__idxs`, read by `sample`)
+    torch.empty((), dtype=torch.int64).random_() # the draw torch's iterator makes when it is created (its workers' base seed)
+    for b in dl.create_batches(dl.sample()): # what `_FakeLoader.__iter__` iterates
+        if dl.device is not None: b = _fdl.to_device(b, dl.device)
+        yield dl.after_batch(b)
+    dl.after_iter()
+    if hasattr(dl, 'it'): del(dl.it)
