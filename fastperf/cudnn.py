@@ -65,7 +65,7 @@ def _set_cuda_flags(benchmark=None, tf32=None, matmul_precision=None):
         for r in restores: r()
     return _restore
 
-# %% ../nbs/04_cudnn.ipynb #093fc986
+# %% ../nbs/04_cudnn.ipynb #4bbd3f19
 class CudnnBenchmark(RestoringCallback):
     "Turn on cuDNN autotuning (and optionally TF32) for the fit, watch input shapes, and restore every flag afterwards"
     order = 0 # sets flags in before_fit and reads input shapes in before_batch: position does not matter (before MixedPrecision, which casts no inputs anyway)
@@ -126,3 +126,8 @@ class CudnnBenchmark(RestoringCallback):
     def n_shapes(self)->dict:
         "Distinct input shapes seen in training and validation during the last fit"
         return {k:len(v) for k,v in self.shapes.items()}
+
+    def __getstate__(self): # (`learn.export`) the settings and the shapes seen, without the fit's restore function: it holds `torch.backends`, which no pickler takes
+        d = {k:v for k,v in self.__dict__.items() if k!='_restore'}
+        d['_pending'] = False
+        return d

@@ -194,7 +194,7 @@ def _progress_after_batch(pcb, src):
     v = src.latest()
     if v is not None and hasattr(pcb, 'smooth_loss'): pcb.pbar.comment = f'{v:.4f}'
 
-# %% ../nbs/08_profile.ipynb #97c4a825
+# %% ../nbs/08_profile.ipynb #a3a5959c
 class NoSyncLoss(RestoringCallback):
     "Keep fastai's smooth training loss on the device, so no training step waits for a copy to the host (CUDA; see above)"
     order = Recorder.order+2 # after the Recorder has updated the loss, before the progress bar shows it
@@ -234,6 +234,7 @@ class NoSyncLoss(RestoringCallback):
 
     def latest(self)->float|None:
         "The newest smooth loss whose copy to the host has finished (None before the first)"
+        if self.events is None: return None # (after the fit)
         for j in range(self.k-1, max(self.k-self.slots, 0)-1, -1):
             e = self.events[j % self.slots]
             if e is True or (e is not None and e.query()): return float(self.bufs[j % self.slots])
@@ -261,3 +262,4 @@ class NoSyncLoss(RestoringCallback):
         self.orig.count,self.orig.val = dsl.count,dsl.val.cpu()
         object.__setattr__(rec, 'smooth_loss', self.orig)
         for c in self.pcbs: c.__dict__.pop('after_batch', None)
+        self.bufs,self.events,self.pcbs = None,None,[] # (the pinned buffers and CUDA events go: no pickler takes an event, so `learn.export` could not)

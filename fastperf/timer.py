@@ -71,7 +71,7 @@ def _table(rows):
     mean = a.mean(0)
     return pd.DataFrame(dict(mean_ms=mean, median_ms=med, iqr_ms=q3-q1, share=mean/mean[-1]), index=pd.Index([*PHASES,'step'], name='phase'))
 
-# %% ../nbs/09_timer.ipynb #3e5f1e5e
+# %% ../nbs/09_timer.ipynb #633b60ad
 class StepRecorder:
     "Training steps timed at their boundaries (host clock, or CUDA events read back once the GPU has passed them) as rows of phase times"
     def __init__(self,
@@ -155,6 +155,10 @@ class StepRecorder:
         secs = sum(r.step_time for r in rows)
         self.epoch_sps.append(sum(r.bs for r in rows)/secs if rows and secs>0 else math.nan)
         return self.epoch_sps[-1]
+
+    def __getstate__(self): # (an exported Learner's timer pickles its recorder) the rows, with the steps not yet read back read now; the open step and the CUDA stream and events stay behind: they belong to this process's device, and no pickler takes them
+        if self.pending: self.resolve(block=True)
+        return {**self.__dict__, 'stream':None, 'marks':None, 'events':None} # (a stream of None: events record on the current stream)
 
     def start_valid(self): self._sync(); self._vstart = self.clock()
     def valid_batch(self, bs:int):
