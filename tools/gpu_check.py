@@ -19,7 +19,7 @@ ZOO_TASKS = ('tabular', 'digits_cnn', 'text', 'vit', 'multilabel', 'resnet18', '
 GPU_ARGS = dict(parity='--device cuda',
                 bench='--device cuda --models resnet50 --bs 128 --size 224 --features channels_last precision --precision fp32 bf16 '
                       '--steps 15 --warmup 5 --no-plots --timeout 120',
-                timer='--device cuda', zoo='--rounds 3')
+                timer='--device cuda', zoo='--rounds 3 --defer')
 CPU_ARGS = dict(parity='--device cpu --quick --threads 2 --rounds 1 --loss-steps 2',
                 bench='--device cpu --models small_cnn --features none --bs 8 --size 32 --steps 2 --warmup 1 --no-plots --threads 1 --timeout 60',
                 timer='--device cpu --pairs 1 --steps 4 --warmup 1', zoo='--rounds 1 --no-infer --threads 2')

@@ -235,32 +235,37 @@ def _table(task, phase, res, base, ref):
                          vs_plain=p, vs_plain_lo=plo, vs_plain_hi=phi, rounds=len(v)))
     return pd.DataFrame(rows)
 
-# %% ../../nbs/29_measure_zoo.ipynb #f0c7f092
+# %% ../../nbs/29_measure_zoo.ipynb #0590b8fb
 _WARM = 'to_fastperf() + to_fast_inference(), after a validation pass'
-_INFER = {'fastai get_preds, defaults': 'fastai defaults', 'fastai get_preds + to_fast_inference': 'to_fast_inference()', _WARM: _WARM,
+_DEFER = 'to_fastperf() + to_fast_inference(defer=True), after a validation pass'
+_INFER = {'fastai get_preds, defaults': 'fastai defaults', 'fastai get_preds + to_fast_inference': 'to_fast_inference()', _WARM: _WARM, _DEFER: _DEFER,
           'plain loop, same features': 'plain loop'}
 
-def _warm_learner(task):
-    "The task's Learner as after training with fastperf: `to_fastperf()`, one validation pass (what each epoch of a fit ends with: it fills the item cache), then `to_fast_inference()`"
+def _warm_learner(task, defer:bool=False):
+    "The task's Learner as after training with fastperf: `to_fastperf()`, one validation pass (what each epoch of a fit ends with: it fills the item cache), then `to_fast_inference(defer=defer)`"
     w = task.make(); w.to_fastperf(verbose=False)
     with no_bar(w), w.no_logging(): w.validate()
-    return w.to_fast_inference(verbose=False)
+    return w.to_fast_inference(defer=defer, verbose=False)
 
-def zoo_infer(task:ZooTask, rounds:int=3, show:bool=False)->pd.DataFrame:
+def zoo_infer(task:ZooTask, rounds:int=3, show:bool=False,
+              defer:bool=False, # Also time the Learner set up as after training with `to_fast_inference(defer=True)` (gathering on the device: the GPU question)
+             )->pd.DataFrame:
     "Inference samples/s of one task (its whole validation set): fastai's `get_preds` with its defaults, with a fresh `to_fast_inference()` each call, and on a Learner set up as after training with fastperf (`_warm_learner`), and the plain eval loop with the same features (`inference_parity`)"
     learn = task.make()
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        df = inference_parity(learn, rounds=rounds, show=show, unlabeled=False, extra={_WARM: _warm_learner(task)})
+        extra = {_WARM: _warm_learner(task)} | ({_DEFER: _warm_learner(task, defer=True)} if defer else {})
+        df = inference_parity(learn, rounds=rounds, show=show, unlabeled=False, extra=extra)
     res = {_INFER[k]:v for k,v in df.attrs['per_round'].items() if k in _INFER}
     return _table(task, 'infer', res, 'fastai defaults', 'plain loop')
 
-# %% ../../nbs/29_measure_zoo.ipynb #4bfac560
+# %% ../../nbs/29_measure_zoo.ipynb #7384110d
 def zoo(tasks:list=None, # Names from `ZOO` (default: all)
         rounds:int=3, # Interleaved rounds per task and phase
         tune:bool=False, # Also time `tune_fastperf()`'s choice (its trials take `tune_budget` seconds per task)
         tune_budget:float=30., # Seconds of trials per task for `tune_fastperf`
         infer:bool=True, # Also time inference
+        defer:bool=False, # Also time inference after training with `to_fast_inference(defer=True)`
         losses:bool=True, # Also compare the first training losses with the plain loop's
         show:bool=True, # Progress bar over the tasks
        )->dict:
@@ -274,13 +279,13 @@ def zoo(tasks:list=None, # Names from `ZOO` (default: all)
         task = ZOO[n]()
         dec.append(zoo_decisions(task))
         tabs.append(zoo_train(task, rounds=rounds, tune=tune, tune_budget=tune_budget))
-        if infer: tabs.append(zoo_infer(task, rounds=rounds))
+        if infer: tabs.append(zoo_infer(task, rounds=rounds, defer=defer))
         if losses: los.append(zoo_losses(task))
     res = dict(speed=pd.concat(tabs, ignore_index=True), decisions=pd.DataFrame(dec), losses=pd.DataFrame(los))
     for v in res.values(): v.attrs.update(env_info(default_device()), rounds=rounds)
     return res
 
-# %% ../../nbs/29_measure_zoo.ipynb #9fa63731
+# %% ../../nbs/29_measure_zoo.ipynb #de5dfd9b
 def _n(v): return f"{v:,.0f}" if v>=100 else f"{v:.1f}"
 
 def zoo_summary(speed:pd.DataFrame)->pd.DataFrame:
@@ -297,6 +302,9 @@ def zoo_summary(speed:pd.DataFrame)->pd.DataFrame:
             tu = g.loc['tune_fastperf()']; r['tune_fastperf() vs fastai'] = f"{tu.vs_fastai:.2f} [{tu.vs_fastai_lo:.2f}-{tu.vs_fastai_hi:.2f}]"
         if _WARM in g.index:
             w = g.loc[_WARM]; r['after training vs plain'] = f"{w.vs_plain:.2f} [{w.vs_plain_lo:.2f}-{w.vs_plain_hi:.2f}]"
+        if _DEFER in g.index:
+            d = g.loc[_DEFER]
+            r['defer=True vs plain'] = f"{d.vs_plain:.2f} [{d.vs_plain_lo:.2f}-{d.vs_plain_hi:.2f}]"
         rows.append(r)
     return pd.DataFrame(rows).fillna('')
 
@@ -317,6 +325,7 @@ def _parser():
     p.add_argument('--tune', action='store_true', help="also time tune_fastperf()'s choice (trials of --tune-budget seconds per task)")
     p.add_argument('--tune-budget', type=float, default=30., help="seconds of tune_fastperf trials per task (default 30)")
     p.add_argument('--no-infer', action='store_true', help="skip inference"); p.add_argument('--no-losses', action='store_true', help="skip the loss check")
+    p.add_argument('--defer', action='store_true', help="also time inference after training with to_fast_inference(defer=True) (gathering on the device)")
     p.add_argument('--threads', type=int, help="torch.set_num_threads")
     p.add_argument('--out', help="folder for the files (default: fastperf-zoo-<time>)")
     return p
@@ -337,7 +346,7 @@ def main(argv=None):
     except OSError as e: p.error(f"--out {out}: {e.strerror or e}")
     # fastai's tabular batches come from read-only pandas arrays, which torch warns about once per process: fastai's, not the user's
     warnings.filterwarnings('ignore', message='The given NumPy array is not writable', category=UserWarning)
-    try: res = zoo(a.tasks, rounds=a.rounds, tune=a.tune, tune_budget=a.tune_budget, infer=not a.no_infer, losses=not a.no_losses)
+    try: res = zoo(a.tasks, rounds=a.rounds, tune=a.tune, tune_budget=a.tune_budget, infer=not a.no_infer, defer=a.defer, losses=not a.no_losses)
     except KeyboardInterrupt:
         print(f"fastperf-zoo: interrupted; nothing written to {out}", file=sys.stderr)
         return 130
