@@ -488,7 +488,7 @@ class LeanPipeline(Pipeline):
     def __reduce_ex__(self, proto): # pickled (`export`) and copied as fastai's own Pipeline: loading never needs fastperf
         return copyreg._reconstructor, (Pipeline, object, None), dict(self.__dict__)
 
-# %% ../nbs/10_pipeline.ipynb #989a5c32
+# %% ../nbs/10_pipeline.ipynb #846f4bc2
 ITEM_CACHE_FRAC = 0.25 # the item caches together keep at most this share of the memory available when one is (re)started
 
 _no_tf = torch._C.DisableTorchFunctionSubclass # tensor attributes read without fastai's `__torch_function__`
@@ -781,6 +781,62 @@ def _lean_batches(self, samps):
     for i in _batch_idxs(self, samps): yield st.batch(i)
 _lean_batches.__name__ = 'create_batches' # pickled as `getattr(dl, 'create_batches')`: fastai's own method when loaded
 
+from fastai.data.load import fa_collate
+from .core import LEAN_LOOP_CHECKED, fastai_code_checked
+LEAN_LOOP_CHECKED.update({'DataLoader.create_batches': '88898b506c243a5f', 'DataLoader.do_batch': 'b3cf5e40ad9580e1', 'DataLoader.create_batch': '8fbabee75f4aaf32'})
+
+def _padded_col(col, n, k, first, pad):
+    "The documents `col` (1-D `TensorText`s) each padded to length `n` as fastai's `pad_chunk` pads it (the chunks of `k` pads in front of it with `first`, the rest after it), stacked: one scatter of all the documents into a tensor of `pad`s"
+    with _no_tf():
+        lens = torch.tensor([x.shape[0] for x in col])
+        flat = torch.cat(col)
+        out = flat.new_full((len(col), n), pad)
+        start = (n-lens)//k*k if first else torch.zeros_like(lens)
+        pos = torch.arange(flat.shape[0]) + (start-(lens.cumsum(0)-lens)).repeat_interleave(lens) # each token's place in its row
+        out[torch.arange(len(col)).repeat_interleave(lens), pos] = flat
+    res = _as_subclass(out, type(col[0]))
+    res.__dict__ = dict(col[0].__dict__) # (what stacking the padded documents gives: the first one's metadata, copied)
+    return res
+
+def _padded_batch(dl, b)->tuple|None:
+    "What fastai's `do_batch` makes of the items `b` of a loader whose `before_batch` is fastai's `Pad_Chunk` alone: each column of documents (`TensorText`) padded straight into one tensor (`_padded_col`), the other columns collated by fastai, the types retained; None where the items are not tuples of tensors whose documents are 1-D `TensorText`s of one dtype, or in a worker process (fastai's `do_batch` then)"
+    fs = getattr(dl.before_batch, 'fs', ())
+    if len(fs)!=1 or type(fs[0]) is not _pad_chunk_cls() or fs[0].split_idx is not None or get_worker_info() is not None: return None
+    t = fs[0]
+    k,first,pad = t.seq_len,t.pad_first,t.pad_idx
+    if type(k) is not int or k<1 or type(pad) is not int or type(b) not in (list, tuple) or not b: return None
+    TT = sys.modules['fastai.text.data'].TensorText
+    if not all(type(o) is tuple and len(o)==len(b[0]) and all(isinstance(x, torch.Tensor) for x in o) for o in b): return None
+    cols,docs = list(zip(*b)),[]
+    with _no_tf(): # (the tensors' attributes read without fastai's `__torch_function__`)
+        for col in cols:
+            if not any(isinstance(x, TT) for x in col): docs.append(False); continue
+            x0 = col[0]
+            if not all(type(x) is TT and x.ndim==1 and x.dtype==x0.dtype and x.device==x0.device for x in col): return None
+            docs.append(True)
+        if not any(docs): return None # (no document: fastai's `Pad_Chunk` says so)
+        t.max_len = n = max([x.shape[0] for col,d in zip(cols, docs) if d for x in col]) # (`Pad_Chunk.before_call`)
+    try: res = tuple([_padded_col(col, n, k, first, pad) if d else fa_collate(col) for col,d in zip(cols, docs)])
+    except Exception: return None # (fastai's `do_batch`, and its message)
+    return dl.retain(res, b)
+
+def _lean_pad_ok(dl)->bool:
+    "Whether `dl` makes its batches as fastai's `DataLoader` does (its own batch methods, in the code checked, none of them the loader's own attribute, a batch size, not prebatched) with fastai's `Pad_Chunk` alone as `before_batch` (a text loader), so padded batches may stand in"
+    ms = ('create_batches','do_item','do_batch','create_batch','retain','chunkify')
+    fs = getattr(dl.before_batch, 'fs', ())
+    return (bool(dl.bs) and not dl.prebatched and len(fs)==1 and _pad_chunk_cls() is not None and type(fs[0]) is _pad_chunk_cls()
+            and not any(m in dl.__dict__ for m in ms) and all(getattr(type(dl), m) is getattr(_FaDataLoader, m) for m in ms)
+            and fastai_code_checked('DataLoader.create_batches', 'DataLoader.do_batch', 'DataLoader.create_batch'))
+
+def _lean_pad_batches(self, samps):
+    "fastai's `DataLoader.create_batches` for a loader `_lean_pad_ok` passed, as `lean_pipelines` sets it: each batch's documents padded straight into the batch (`_padded_batch`) where fastai pads each document and then stacks them; a batch it cannot make so, fastai's `do_batch`"
+    if self.dataset is not None: self.it = iter(self.dataset)
+    res = filter(lambda o:o is not None, map(self.do_item, samps))
+    for b in self.chunkify(res):
+        r = _padded_batch(self, b)
+        yield self.do_batch(b) if r is None else r
+_lean_pad_batches.__name__ = 'create_batches' # pickled as `getattr(dl, 'create_batches')`: fastai's own method when loaded
+
 def _pipelines(dls):
     "(object, attribute) of each item and batch `Pipeline` of `dls`' loaders and of their datasets"
     for dl in getattr(dls, 'loaders', [dls]):
@@ -879,6 +935,7 @@ def lean_pipelines(dls, # `DataLoaders` (or one `DataLoader`) whose pipelines ge
             dl.create_item = MethodType(_lean_create_item, dl); done.append((dl,'create_item'))
             if cache: hold_item_cache(dl.dataset, dl)
             if _lean_batch_ok(dl) and 'create_batches' not in dl.__dict__: dl.create_batches = MethodType(_lean_batches, dl); done.append((dl,'batches'))
+            elif _lean_pad_ok(dl): dl.create_batches = MethodType(_lean_pad_batches, dl); done.append((dl,'batches'))
         if _lean_tab_ok(dl): done.append(_lean_tab(dl, cache))
     return done
 
@@ -889,7 +946,7 @@ def unlean_pipelines(dls, # `DataLoaders` (or one `DataLoader`), or the list `le
     for o,nm,*old in reversed(dls if isinstance(dls, list) else [*_pipelines(dls), *((dl,'create_item') for dl in _loaders(dls)),
                                                        *((dl,'tabular',None) for dl in _loaders(dls)), *((dl,'batches') for dl in _loaders(dls))]):
         if nm=='batches':
-            if getattr(o.__dict__.get('create_batches'), '__func__', None) is _lean_batches: del o.__dict__['create_batches']
+            if getattr(o.__dict__.get('create_batches'), '__func__', None) in (_lean_batches, _lean_pad_batches): del o.__dict__['create_batches']
             continue
         if nm=='tabular':
             if getattr(o.__dict__.get('create_batches'), '__func__', None) is _lean_tab_batches:
