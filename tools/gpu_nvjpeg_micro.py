@@ -1,4 +1,4 @@
-# Per-image vs batched nvJPEG vs CPU decode of the 640 sample photos (500x375 q90), one torch thread, host tensors at the end.
+# (Session 27 GPU check: `python3 tools/gpu_nvjpeg_micro.py` on the device machine.) Per-image vs batched nvJPEG vs CPU decode of the 640 sample photos (500x375 q90), one torch thread, host tensors at the end.
 import sys, time, tempfile, torch, torchvision
 from pathlib import Path
 from torchvision.io import decode_jpeg, ImageReadMode
