@@ -488,7 +488,7 @@ class LeanPipeline(Pipeline):
     def __reduce_ex__(self, proto): # pickled (`export`) and copied as fastai's own Pipeline: loading never needs fastperf
         return copyreg._reconstructor, (Pipeline, object, None), dict(self.__dict__)
 
-# %% ../nbs/10_pipeline.ipynb #846f4bc2
+# %% ../nbs/10_pipeline.ipynb #30fce5e0
 ITEM_CACHE_FRAC = 0.25 # the item caches together keep at most this share of the memory available when one is (re)started
 
 _no_tf = torch._C.DisableTorchFunctionSubclass # tensor attributes read without fastai's `__torch_function__`
@@ -826,11 +826,12 @@ def _lean_pad_ok(dl)->bool:
     ms = ('create_batches','do_item','do_batch','create_batch','retain','chunkify')
     fs = getattr(dl.before_batch, 'fs', ())
     return (bool(dl.bs) and not dl.prebatched and len(fs)==1 and _pad_chunk_cls() is not None and type(fs[0]) is _pad_chunk_cls()
-            and not any(m in dl.__dict__ for m in ms) and all(getattr(type(dl), m) is getattr(_FaDataLoader, m) for m in ms)
+            and not any(m in dl.__dict__ for m in ms[1:]) and all(getattr(type(dl), m) is getattr(_FaDataLoader, m) for m in ms)
             and fastai_code_checked('DataLoader.create_batches', 'DataLoader.do_batch', 'DataLoader.create_batch'))
 
 def _lean_pad_batches(self, samps):
-    "fastai's `DataLoader.create_batches` for a loader `_lean_pad_ok` passed, as `lean_pipelines` sets it: each batch's documents padded straight into the batch (`_padded_batch`) where fastai pads each document and then stacks them; a batch it cannot make so, fastai's `do_batch`"
+    "fastai's `DataLoader.create_batches` for a loader `_lean_pad_ok` passed, as `lean_pipelines` sets it: each batch's documents padded straight into the batch (`_padded_batch`) where fastai pads each document and then stacks them; a batch it cannot make so, fastai's `do_batch`; a pass where the loader no longer passes `_lean_pad_ok` (a batch method of its own since), fastai's own"
+    if not _lean_pad_ok(self): yield from _FaDataLoader.create_batches(self, samps); return
     if self.dataset is not None: self.it = iter(self.dataset)
     res = filter(lambda o:o is not None, map(self.do_item, samps))
     for b in self.chunkify(res):
@@ -936,7 +937,7 @@ def lean_pipelines(dls, # `DataLoaders` (or one `DataLoader`) whose pipelines ge
             dl.create_item = MethodType(_lean_create_item, dl); done.append((dl,'create_item'))
             if cache: hold_item_cache(dl.dataset, dl)
             if _lean_batch_ok(dl) and 'create_batches' not in dl.__dict__: dl.create_batches = MethodType(_lean_batches, dl); done.append((dl,'batches'))
-            elif _lean_pad_ok(dl): dl.create_batches = MethodType(_lean_pad_batches, dl); done.append((dl,'batches'))
+            elif _lean_pad_ok(dl) and 'create_batches' not in dl.__dict__: dl.create_batches = MethodType(_lean_pad_batches, dl); done.append((dl,'batches'))
         if _lean_tab_ok(dl): done.append(_lean_tab(dl, cache))
     return done
 
