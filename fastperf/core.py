@@ -14,18 +14,41 @@ from fastai.callback.core import Callback
 from fastai.torch_core import default_device
 
 # %% auto #0
-__all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'model_device', 'device_sync', 'device_name', 'env_info', 'no_bar',
-           'fastai_class', 'fastai_instances', 'running_loops', 'LearnerMethod', 'set_learner_method',
+__all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'first_param', 'model_device', 'device_sync', 'device_name', 'env_info',
+           'no_bar', 'fastai_class', 'fastai_instances', 'running_loops', 'LearnerMethod', 'set_learner_method',
            'unset_learner_method', 'RestoringCallback', 'RNGState', 'fast_to_detach', 'may_handle', 'fast_call_one',
            'BatchPlan', 'batch_plan', 'send_event', 'FastCallback', 'float_pred', 'fastai_code_checked', 'lean_loop_ok',
-           'lean_batch_ok', 'first_param', 'on_model_device', 'fast_one_batch', 'fast_with_events', 'fast_do_one_batch',
+           'lean_batch_ok', 'on_model_device', 'fast_one_batch', 'fast_with_events', 'fast_do_one_batch',
            'flat_batch_ok', 'flat_batch', 'lean_record', 'lean_record_ok', 'lean_train_iter', 'lean_train_iter_ok',
-           'set_fast_dispatch', 'to_device_hookable', 'hook_to_device', 'lean_iter_ok', 'lean_iter']
+           'model_on', 'lean_train_start', 'lean_train_start_ok', 'set_fast_dispatch', 'to_device_hookable',
+           'hook_to_device', 'lean_iter_ok', 'lean_iter']
 
-# %% ../nbs/00_core.ipynb #6cb13a0f
+# %% ../nbs/00_core.ipynb #5b120663
+_NO_WALK = object()
+
+def _walk_first(m):
+    "The first parameter `named_parameters` would give from module `m` down (None: none), or `_NO_WALK` where a module's class visits its submodules its own way"
+    if type(m).named_modules is not torch.nn.Module.named_modules: return _NO_WALK
+    for p in m._parameters.values():
+        if p is not None: return p
+    for c in m._modules.values():
+        if c is not None:
+            p = _walk_first(c)
+            if p is not None: return p
+    return None
+
+def first_param(model:torch.nn.Module):
+    "`next(model.parameters(), None)`, found by walking the modules' `_parameters` and `_modules` in the order `named_modules` visits them (about 1 us where `parameters()` takes 10): a model whose class lists its parameters its own way is asked"
+    t = type(model)
+    if t.parameters is torch.nn.Module.parameters and t.named_parameters is torch.nn.Module.named_parameters and t._named_members is torch.nn.Module._named_members:
+        p = _walk_first(model)
+        if p is not _NO_WALK: return p
+    return next(model.parameters(), None)
+
 def model_device(model:torch.nn.Module)->torch.device:
     "The device of `model`'s first parameter or buffer (CPU for a model with neither)"
-    for t in model.parameters(): return t.device
+    p = first_param(model)
+    if p is not None: return p.device
     for t in model.buffers(): return t.device
     return torch.device('cpu')
 
@@ -127,7 +150,7 @@ def unset_learner_method(learn:Learner, name:str, fn=None)->bool:
     if not isinstance(m, LearnerMethod) or (fn is not None and m.fn is not fn): return False
     del learn.__dict__[name]; return True
 
-# %% ../nbs/00_core.ipynb #20d94810
+# %% ../nbs/00_core.ipynb #0db2addc
 @patch
 def on_fit_exit(self:Learner, fn):
     "Run `fn()` when the current loop (`fit`, `get_preds`, `validate`, `tta`) ends, normally, cancelled or by an exception (last registered runs first)"
@@ -154,6 +177,10 @@ _RESTORING = {n:_Restoring(n) for n in _LOOP_CODES.values()}
 
 class RestoringCallback(Callback):
     "A `Callback` whose Learner runs what it registers with `learn.on_fit_exit` however the loop ends (the base of fastperf's callbacks that change state)"
+    def __setattr__(self, name, value):
+        "fastai's `Callback.__setattr__`, whose check that `name` does not shadow an attribute of the Learner (a search through the Learner and its model: about 3 us) runs when the callback first sets `name`, not every time"
+        if name in self.__dict__: object.__setattr__(self, name, value)
+        else: super().__setattr__(name, value)
     def learner_methods(self)->dict:
         "Methods this callback gives the Learner it is on, name -> `fn(learn, ...)` (`set_learner_method`), taken back when the last callback of its class leaves (none here)"
         return {}
@@ -297,21 +324,22 @@ def float_pred(p):
     "fastai's `to_float(p)` (floating point tensors to float32), a plain tensor converted directly, without fastai's recursion over `p`"
     return (p.float() if p.is_floating_point() else p) if type(p) is torch.Tensor else _fa_to_float(p)
 
-# %% ../nbs/00_core.ipynb #f648f5d0
+# %% ../nbs/00_core.ipynb #8b08c5e4
 import hashlib, functools
 from fastcore.imports import noop
 from types import MethodType
 from fastai.learner import Recorder, AvgSmoothLoss, TrainEvalCallback
 from fastai.losses import BaseLoss
 from fastai.callback.core import GatherPredsCallback
-from fastai.torch_core import num_distrib
+from fastai.torch_core import num_distrib, tensor
+from torch import nn
 from fastai.callback.core import CancelBatchException
 
 LEAN_LOOP_CHECKED = {'Learner.__call__': '4ef387e1932cfd6e', 'Learner._with_events': 'ec00e28483d3d437', 'Learner._do_one_batch': '1a41e3532930a852',
                      'Recorder.after_batch': 'f6299ff082be5666', 'Recorder._train_mets': '60b9f387b9e65611',
                      'Learner.one_batch': '58863a6d535ee987', 'Learner._set_device': '8bee7e5ee074dd92', 'Learner._split': 'ee949971e7997d41',
                      'AvgSmoothLoss.accumulate': '9d4497a671ca5d6c', 'AvgSmoothLoss.value': '5a4ae5a9df1347da',
-                     'TrainEvalCallback.after_batch': 'a11edf65d754d02d', 'BaseLoss.__call__': '774656c6842f7358',
+                     'TrainEvalCallback.after_batch': 'a11edf65d754d02d', 'TrainEvalCallback.before_fit': '2ef4926cb6b0185b', 'BaseLoss.__call__': '774656c6842f7358',
                      'Learner.all_batches': '7541bfd359730400', 'GatherPredsCallback.before_batch': '6308ba41fccaf5e6',
                      'GatherPredsCallback.after_batch': '6e2c37ae0d64c04a',
                      'Learner._do_grad_opt': 'bf78402b51bd6213', 'Callback.__call__': '2a86b41d6529d9cd'} # digests of fastai 2.8.12's source
@@ -346,27 +374,6 @@ def lean_batch_ok(learn:Learner)->bool:
     t = type(learn)
     return (t.one_batch is Learner.one_batch and t._set_device is Learner._set_device and t._split is Learner._split
             and fastai_code_checked('Learner.one_batch', 'Learner._set_device', 'Learner._split'))
-
-_NO_WALK = object()
-
-def _walk_first(m):
-    "The first parameter `named_parameters` would give from module `m` down (None: none), or `_NO_WALK` where a module's class visits its submodules its own way"
-    if type(m).named_modules is not torch.nn.Module.named_modules: return _NO_WALK
-    for p in m._parameters.values():
-        if p is not None: return p
-    for c in m._modules.values():
-        if c is not None:
-            p = _walk_first(c)
-            if p is not None: return p
-    return None
-
-def first_param(model:torch.nn.Module):
-    "`next(model.parameters(), None)`, found by walking the modules' `_parameters` and `_modules` in the order `named_modules` visits them (about 1 us where `parameters()` takes 10): a model whose class lists its parameters its own way is asked"
-    t = type(model)
-    if t.parameters is torch.nn.Module.parameters and t.named_parameters is torch.nn.Module.named_parameters and t._named_members is torch.nn.Module._named_members:
-        p = _walk_first(model)
-        if p is not _NO_WALK: return p
-    return next(model.parameters(), None)
 
 def on_model_device(b, model)->bool:
     "Whether batch `b` is a tuple of tensors all on the device of `model`'s first parameter, where fastai's `_set_device` sends it (so it would hand back the same tensors; a fastai tensor's metadata as a copy)"
@@ -486,10 +493,44 @@ def lean_train_iter_ok(cb)->bool:
     return (type(cb) is TrainEvalCallback and 'after_batch' not in cb.__dict__ and not {'n_iter','n_epoch'} & set(cb.__dict__)
             and fastai_code_checked('TrainEvalCallback.after_batch'))
 
-_LEAN_AFTER_BATCH = ((lean_record, lean_record_ok), (lean_train_iter, lean_train_iter_ok)) # a callback's `after_batch` stand-in, where its check holds
+def _all_on(m, dev, seen)->bool:
+    "`model_on`'s walk: module `m` and its submodules, each once"
+    t = type(m)
+    if t._apply is not torch.nn.Module._apply or t.named_modules is not torch.nn.Module.named_modules: return False # (moves itself its own way: an RNN's flat weights)
+    if id(m) in seen: return True
+    seen.add(id(m))
+    if dev is not None:
+        for p in m._parameters.values():
+            if p is not None and (p.device!=dev or (p.grad is not None and p.grad.device!=dev)): return False
+        for b in m._buffers.values():
+            if b is not None and b.device!=dev: return False
+    return all(c is None or _all_on(c, dev, seen) for c in m._modules.values())
+
+def model_on(model:torch.nn.Module, device)->bool:
+    "Whether `model.to(device)` would leave `model` as it is: every parameter, gradient and buffer on `device` (one with an index, or the CPU; None moves nothing), no module with its own `_apply`, torch's conversion flags at their defaults"
+    dev = None if device is None else torch.device(device)
+    if dev is not None and dev.type!='cpu' and dev.index is None: return False # ('cuda': the current device, which no tensor names)
+    if torch.__future__.get_overwrite_module_params_on_conversion() or torch.__future__.get_swap_module_params_on_conversion(): return False
+    return _all_on(model, dev, set())
+
+def lean_train_start(self):
+    "fastai's `TrainEvalCallback.before_fit`, the model sent to the device only where it is not all there (`model_on`): `model.to` walks the modules and sets every parameter again, 0.1-0.7 ms on the zoo's models, at every `fit`, `get_preds`, `validate` and `predict`"
+    self.learn.epoch,self.learn.loss = 0,tensor(0.)
+    self.learn.train_iter,self.learn.pct_train = 0,0.
+    device = getattr(self.dls, 'device', default_device())
+    if not model_on(self.model, device): self.model.to(device)
+    if isinstance(self.loss_func, (nn.Module, BaseLoss)): self.loss_func.to(device)
+    if hasattr(self.model, 'reset'): self.model.reset()
+lean_train_start.__name__ = 'before_fit' # pickled as `getattr(cb, 'before_fit')`: fastai's own method when loaded
+
+def lean_train_start_ok(cb)->bool:
+    "Whether `cb` is fastai's own `TrainEvalCallback`, in the code `lean_train_start` copies"
+    return type(cb) is TrainEvalCallback and 'before_fit' not in cb.__dict__ and fastai_code_checked('TrainEvalCallback.before_fit')
+
+_LEAN_CB = (('after_batch', lean_record, lean_record_ok), ('after_batch', lean_train_iter, lean_train_iter_ok), ('before_fit', lean_train_start, lean_train_start_ok)) # a callback's stand-in for its event, where its check holds
 
 def set_fast_dispatch(learn:Learner, enable:bool=True)->Learner:
-    "Give `learn` (only) `fast_call_one` and `fast_to_detach` for its `_call_one` and `to_detach`, and where fastai's loop is the one checked, `fast_with_events`, `fast_do_one_batch`, `fast_one_batch`, and `lean_record` and `lean_train_iter` for its `Recorder` and `TrainEvalCallback`; `enable=False` gives it fastai's back"
+    "Give `learn` (only) `fast_call_one` and `fast_to_detach` for its `_call_one` and `to_detach`, and where fastai's loop is the one checked, `fast_with_events`, `fast_do_one_batch`, `fast_one_batch`, and `lean_record`, `lean_train_iter` and `lean_train_start` for its `Recorder` and `TrainEvalCallback`; `enable=False` gives it fastai's back"
     fns = [('_call_one', fast_call_one), ('to_detach', fast_to_detach)]
     if not enable or lean_loop_ok(learn): fns += [('_with_events', fast_with_events), ('_do_one_batch', fast_do_one_batch)]
     if not enable or lean_batch_ok(learn): fns += [('one_batch', fast_one_batch)]
@@ -497,9 +538,9 @@ def set_fast_dispatch(learn:Learner, enable:bool=True)->Learner:
         if enable: set_learner_method(learn, name, fn)
         else: unset_learner_method(learn, name, fn)
     for cb in list(learn.cbs):
-        for fn,ok in _LEAN_AFTER_BATCH:
-            if enable and ok(cb): cb.after_batch = MethodType(fn, cb)
-            elif not enable and getattr(cb.__dict__.get('after_batch'), '__func__', None) is fn: del cb.__dict__['after_batch']
+        for e,fn,ok in _LEAN_CB:
+            if enable and ok(cb): setattr(cb, e, MethodType(fn, cb))
+            elif not enable and getattr(cb.__dict__.get(e), '__func__', None) is fn: del cb.__dict__[e]
     return learn
 
 # %% ../nbs/00_core.ipynb #f2a0a316

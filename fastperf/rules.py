@@ -13,8 +13,8 @@ from .core import model_device
 
 # %% auto #0
 __all__ = ['CONV_SHARE', 'COMPILE_CPU', 'learner_device', 'has_conv', 'conv_model', 'cpu_has_bf16', 'precision_rule',
-           'channels_last_rule', 'compile_rule', 'n_cpus', 'worker_rule', 'norm_precision', 'check_flag',
-           'check_workers']
+           'channels_last_rule', 'autocast_pays', 'compile_rule', 'n_cpus', 'worker_rule', 'norm_precision',
+           'check_flag', 'check_workers']
 
 # %% ../nbs/01_rules.ipynb #588ead69
 def learner_device(learn)->torch.device:
@@ -47,7 +47,7 @@ def cpu_has_bf16()->bool:
     except OSError: pass
     return False
 
-# %% ../nbs/01_rules.ipynb #d25f5c07
+# %% ../nbs/01_rules.ipynb #8938c3cd
 def precision_rule(dev:torch.device, conv:bool)->str:
     "The precision that pays on `dev` for a convolutional model (`conv`: `conv_model`) or another: bf16/fp16 autocast on CUDA, bf16 on a CPU with bf16 arithmetic for convolutional models, else fp32"
     if dev.type=='cuda': return 'bf16' if torch.cuda.is_bf16_supported() else 'fp16'
@@ -57,6 +57,12 @@ def precision_rule(dev:torch.device, conv:bool)->str:
 def channels_last_rule(dev:torch.device, conv:bool, precision:str)->bool:
     "Whether channels-last pays: for conv models, on CUDA, and on CPU together with bf16 (alone it measured within noise there)"
     return bool(conv) and (dev.type=='cuda' or (dev.type=='cpu' and precision=='bf16'))
+
+def autocast_pays(dev_type:str, xb)->bool:
+    "Whether autocast pays for a forward of input batch `xb` (a tensor or a tuple of them) on a device of type `dev_type`, outside training: not for one item on a CPU, where autocast casts every weight anew at each forward"
+    if dev_type!='cpu': return True
+    t = xb[0] if isinstance(xb, (tuple,list)) and len(xb) else xb
+    return not (isinstance(t, torch.Tensor) and t.ndim>0 and t.shape[0]==1)
 
 COMPILE_CPU = "on CPU it trained slower in fastperf's measurements, after 13-26 s of compiling"
 def compile_rule(dev:torch.device)->bool:

@@ -12,9 +12,11 @@ def test_zoo_cli_one_task(tmp_path):
     sp = pd.read_csv(out/'zoo.csv').set_index(['phase','loop'])
     assert set(sp.index)=={('train','fastai defaults'), ('train','to_fastperf()'), ('train','plain loop'),
                            ('infer','fastai defaults'), ('infer','to_fast_inference()'), ('infer','plain loop'),
-                           ('infer','to_fastperf() + to_fast_inference(), after a validation pass')}
+                           ('infer','to_fastperf() + to_fast_inference(), after a validation pass'),
+                           ('predict','fastai defaults'), ('predict','to_fastperf()'), ('predict','plain forward'),
+                           ('predict','to_fastperf() + to_fast_inference(), after a validation pass')}
     assert (sp.samples_per_sec>0).all() and (sp.rounds==2).all()
-    assert sp.loc[('train','fastai defaults'),'vs_fastai']==1 and sp.loc[('train','plain loop'),'vs_plain']==1
+    assert sp.loc[('train','fastai defaults'),'vs_fastai']==1 and sp.loc[('train','plain loop'),'vs_plain']==1 and sp.loc[('predict','plain forward'),'vs_plain']==1
     dec = pd.read_csv(out/'zoo_decisions.csv').iloc[0]
     assert dec.task=='tabular' and dec.optimizer=='TorchOptimizer' and bool(dec.lean_tabular)
     los = pd.read_csv(out/'zoo_losses.csv').iloc[0]

@@ -20,7 +20,7 @@ from .clock import interleave, ratio_interval
 from .reference import plain_inference
 
 # %% auto #0
-__all__ = ['inference_parity', 'get_preds_breakdown', 'predict_latency']
+__all__ = ['inference_parity', 'get_preds_breakdown', 'predict_input', 'predict_latency']
 
 # %% ../../nbs/28_measure_inference.ipynb #19ba189c
 def _timed(f):
@@ -178,11 +178,17 @@ def get_preds_breakdown(learn:Learner,
     df.attrs.update(batches=nb, rounds=rounds, device=str(dev), call_ms_per_batch=statistics.median(walls)) # the calls' own clock, which the phases add up to
     return df
 
-# %% ../../nbs/28_measure_inference.ipynb #c2f1701a
+# %% ../../nbs/28_measure_inference.ipynb #60d63657
 class _ModelInput(Callback):
     "Keeps the input batch the model gets: the last callback before the forward"
     order = 1000
-    def before_batch(self): self.xb = self.learn.xb
+    def before_batch(self): self.got = self.learn.xb # (not `self.xb`: fastai warns that it shadows the Learner's)
+
+def predict_input(learn:Learner, item)->tuple:
+    "The input batch the model gets in `learn.predict(item)` (after every callback's `before_batch`), read from one call of it"
+    grab = _ModelInput()
+    with learn.added_cbs(grab), no_bar(learn): learn.predict(item)
+    return grab.got
 
 def predict_latency(learn:Learner, # The Learner (with or without `to_fast_inference`)
                     item, # One item, as `learn.predict` takes it
@@ -192,14 +198,12 @@ def predict_latency(learn:Learner, # The Learner (with or without `to_fast_infer
     "Median ms of `learn.predict(item)`, `learn.predictor()(item)` and the plain forward of the model on the same prepared input, interleaved (the order rotated every call)"
     if not (isinstance(n, int) and n>=2): raise ValueError(f"predict_latency: n must be an int >= 2 (the quartiles need two calls), got {n!r}")
     if not (isinstance(warmup, int) and warmup>=0): raise ValueError(f"predict_latency: warmup must be an int >= 0, got {warmup!r}")
-    pr,grab = learn.predictor(),_ModelInput()
-    with learn.added_cbs(grab), no_bar(learn): learn.predict(item) # the input the model gets in `predict` (also from a Learner with its own `predict`, such as tabular's)
-    xb = grab.xb
+    pr,xb = learn.predictor(),predict_input(learn, item) # (also from a Learner with its own `predict`, such as tabular's)
     cbs = predict_callbacks(learn)
-    prec,cl,im = pr.settings(cbs)
+    prec,cl,im = pr.settings(cbs, xb)
     dev = model_device(learn.model)
     def plain():
-        with pr.model_context(cbs): return learn.model(*xb)
+        with pr.model_context(cbs, xb): return learn.model(*xb)
     fs = {'learn.predict': lambda: learn.predict(item), 'learn.predictor()': lambda: pr(item), 'plain forward (same settings)': plain}
     def timed(f):
         def g(r):
