@@ -217,9 +217,9 @@ class RNGState:
         if self.cuda is not None: torch.cuda.set_rng_state_all(self.cuda)
         for dl,s in self.dl: dl.rng.setstate(s)
 
-# %% ../nbs/00_core.ipynb #7a9895e6
+# %% ../nbs/00_core.ipynb #85c25921
 import weakref
-from fastai.torch_core import to_detach as _fa_to_detach, to_float as _fa_to_float
+from fastai.torch_core import to_detach as _fa_to_detach, to_float as _fa_to_float, num_distrib
 _detach_found = weakref.WeakKeyDictionary()
 
 def _dl_to_detach(dl):
@@ -233,10 +233,20 @@ def _dl_to_detach(dl):
     except (TypeError, AttributeError): return getattr(dl, 'to_detach', None) # not weak-referenceable or hashable: ask every time, as fastai does
     return dl.to_detach if found else None
 
+def _plain_detach(b, cpu:bool):
+    "fastai's `to_detach(b, cpu)` without a distributed gather, for a plain tensor or a tuple of plain tensors (else None): the same tensors, without `apply`'s recursion and type checks"
+    if type(b) is torch.Tensor: x = b.detach(); return x.cpu() if cpu else x
+    if type(b) is tuple and all(type(t) is torch.Tensor for t in b): return tuple([t.detach().cpu() if cpu else t.detach() for t in b])
+    return None
+
 def fast_to_detach(learn:Learner, b, cpu=True, gather=True):
-    "fastai's `Learner.to_detach`, the DataLoader asked once whether it has its own"
+    "fastai's `Learner.to_detach`, the DataLoader asked once whether it has its own, and a batch's plain prediction and targets detached directly outside distributed training"
     f = _dl_to_detach(getattr(learn, 'dl', None))
-    return f(b, cpu, gather) if f is not None else _fa_to_detach(b, cpu, gather)
+    if f is not None: return f(b, cpu, gather)
+    if not gather or num_distrib()<=1:
+        r = _plain_detach(b, cpu)
+        if r is not None: return r
+    return _fa_to_detach(b, cpu, gather)
 
 # %% ../nbs/00_core.ipynb #01d86edd
 from fastai.callback.core import event as _event
