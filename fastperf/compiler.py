@@ -347,11 +347,11 @@ def unset_inference_tensors(model:nn.Module):
             d = mod.__dict__
             for k in [k for k,v in d.items() if isinstance(v, torch.Tensor) and v.is_inference()]: d[k] = d[k].clone()
 
-# %% ../nbs/06_compiler.ipynb #d282e660
+# %% ../nbs/06_compiler.ipynb #b072c94b
 class InferenceMode(RestoringCallback):
     "Run the batches of `get_preds`, `validate`, `predict` and `tta` under `torch.inference_mode` instead of `no_grad` (a fit's own validation keeps `no_grad`)"
     order = -20 # leaves inference_mode in `after_validate` before fastai's callbacks there concatenate predictions (GatherPredsCallback, 0) and compute metrics (Recorder, 50)
-    def before_fit(self): self._warned = False
+    _warned = False # (warns once per callback: `to_fast_inference` says it too, and `predict` is a loop per item)
     def before_validate(self):
         if self.__dict__.get('_ctx') is not None or self.learn.fitting: return
         why = inference_mode_blockers(self.learn)

@@ -66,7 +66,7 @@ def inference_settings(learn:Learner,
     if cl and not conv: cl,why_c = False,"the model has no 2D/3D convolution: channels-last does nothing for it"
     return dict(device=dev, precision=prec, channels_last=cl, why_precision=why_p, why_channels_last=why_c)
 
-# %% ../nbs/12_inference.ipynb #13cd114b
+# %% ../nbs/12_inference.ipynb #24a30ee4
 class _Prefetch(GetAttr):
     "`dl`'s batches made `depth` ahead in a background thread: the per-item transforms, collation and batch transforms of the next batches run while the model computes this one (torch releases the GIL), in the same order, so the same predictions"
     _default = 'dl'
@@ -246,6 +246,9 @@ def _known_in_infer(c, fi)->bool:
     if t is FastaiCastToTensor: return True # (its `before_batch` is called)
     if t is ChannelsLast: return not c.active or (c._probe is not c.learn.model and c._hooks is None) # (its first batch's check done, no hooks)
     if t is CudnnBenchmark: return not c.active
+    if t is fastai_class('fastai.callback.rnn', 'ModelResetter'): return True # (no batch event: it resets the model around the loop)
+    if t is fastai_class('fastai.callback.rnn', 'RNNRegularizer'): return not c.run_valid # (sits out validation batches)
+    if t is fastai_class('fastai.callback.rnn', 'RNNCallback'): return c.order<=fi.order # (its `after_pred` is called, before `fi`'s float conversion as in fastai's order)
     return False
 
 def lean_infer_ok(learn:Learner, fi:FastInference)->bool:
@@ -265,6 +268,8 @@ def _lean_infer_batches(learn, fi):
     fcast = [c for c in cbs if type(c) is FastaiCastToTensor] # (fastai's own, where `to_fastperf` has not replaced it)
     pc = fastai_class('fastai.callback.progress', 'ProgressCallback')
     prog = [c for c in cbs if type(c) is pc]
+    rc = fastai_class('fastai.callback.rnn', 'RNNCallback')
+    rnn = [c for c in cbs if type(c) is rc]
     dt = None if fi.precision=='fp32' else torch.bfloat16 if fi.precision=='bf16' else torch.float16
     n = getattr(learn.dls, 'n_inp', None)
     learn.n_iter = len(learn.dl)
@@ -283,10 +288,12 @@ def _lean_infer_batches(learn, fi):
         if not cast: xb = cast_to_tensor(xb) # FastInference (9); after fastperf's CastToTensor's cast (the same function) it has nothing left to cast
         if fi.channels_last and _cl_ok(learn, xb): xb = as_channels_last(xb)
         learn.xb,learn.yb = xb,yb
-        if dt is None or not autocast_pays(fi._dev_type, xb): learn.pred = learn.model(*xb)
+        ac = dt is not None and autocast_pays(fi._dev_type, xb)
+        if not ac: learn.pred = learn.model(*xb)
         else:
-            with torch.autocast(fi._dev_type, dtype=dt): p = learn.model(*xb)
-            learn.pred = float_pred(p)
+            with torch.autocast(fi._dev_type, dtype=dt): learn.pred = learn.model(*xb)
+        for c in rnn: type(c).after_pred(c) # fastai's RNNCallback (order 0): the output, not the hidden states
+        if ac: learn.pred = float_pred(learn.pred) # FastInference (9)
         # no loss (`fi` empties `yb` after the prediction); after the batch: GatherPredsCallback (0) gathers the prediction and targets,
         # FastInference (9) empties `yb` for the Recorder (50), which then has nothing to do; ProgressCallback (60) gets its event
         preds,targs = learn.to_detach(learn.pred),learn.to_detach(yb)
