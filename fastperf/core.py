@@ -14,16 +14,16 @@ from fastai.callback.core import Callback
 from fastai.torch_core import default_device
 
 # %% auto #0
-__all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'first_param', 'model_device', 'device_sync', 'device_name', 'env_info',
-           'no_bar', 'fastai_class', 'fastai_instances', 'running_loops', 'LearnerMethod', 'set_learner_method',
-           'unset_learner_method', 'RestoringCallback', 'RNGState', 'fast_to_detach', 'may_handle', 'fast_call_one',
-           'BatchPlan', 'batch_plan', 'send_event', 'FastCallback', 'float_pred', 'fastai_code_checked', 'lean_loop_ok',
-           'lean_batch_ok', 'on_model_device', 'fast_one_batch', 'fast_with_events', 'fast_do_one_batch',
-           'flat_batch_ok', 'flat_batch', 'lean_record', 'lean_record_ok', 'lean_train_iter', 'lean_train_iter_ok',
-           'model_on', 'lean_train_start', 'lean_train_start_ok', 'set_fast_dispatch', 'to_device_hookable',
-           'hook_to_device', 'lean_iter_ok', 'lean_iter']
+__all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'fast_named_modules', 'first_param', 'model_device', 'device_sync',
+           'device_name', 'env_info', 'no_bar', 'fastai_class', 'fastai_instances', 'running_loops', 'LearnerMethod',
+           'set_learner_method', 'unset_learner_method', 'RestoringCallback', 'RNGState', 'fast_to_detach',
+           'may_handle', 'fast_call_one', 'BatchPlan', 'batch_plan', 'send_event', 'FastCallback', 'float_pred',
+           'fastai_code_checked', 'lean_loop_ok', 'lean_batch_ok', 'on_model_device', 'fast_one_batch',
+           'fast_with_events', 'fast_do_one_batch', 'flat_batch_ok', 'flat_batch', 'lean_record', 'lean_record_ok',
+           'lean_train_iter', 'lean_train_iter_ok', 'model_on', 'lean_train_start', 'lean_train_start_ok',
+           'set_fast_dispatch', 'to_device_hookable', 'hook_to_device', 'lean_iter_ok', 'lean_iter']
 
-# %% ../nbs/00_core.ipynb #5b120663
+# %% ../nbs/00_core.ipynb #5fe5d81f
 _NO_WALK = object()
 
 def _walk_first(m):
@@ -36,6 +36,20 @@ def _walk_first(m):
             p = _walk_first(c)
             if p is not None: return p
     return None
+
+class _OwnWalk(Exception): "A module whose class visits its submodules its own way"
+
+def fast_named_modules(model:torch.nn.Module)->list|None:
+    "`list(model.named_modules())`, each module once with its name in the same order, read from the modules' `_modules` dicts; None where a module's class visits its submodules its own way"
+    out,seen = [],set()
+    def walk(m, prefix):
+        if type(m).named_modules is not torch.nn.Module.named_modules: raise _OwnWalk()
+        if id(m) in seen: return
+        seen.add(id(m)); out.append((prefix, m))
+        for k,c in m._modules.items():
+            if c is not None: walk(c, f"{prefix}.{k}" if prefix else k)
+    try: walk(model, ''); return out
+    except _OwnWalk: return None
 
 def first_param(model:torch.nn.Module):
     "`next(model.parameters(), None)`, found by walking the modules' `_parameters` and `_modules` in the order `named_modules` visits them (about 1 us where `parameters()` takes 10): a model whose class lists its parameters its own way is asked"
@@ -334,7 +348,7 @@ def float_pred(p):
     "fastai's `to_float(p)` (floating point tensors to float32), a plain tensor converted directly, without fastai's recursion over `p`"
     return (p.float() if p.is_floating_point() else p) if type(p) is torch.Tensor else _fa_to_float(p)
 
-# %% ../nbs/00_core.ipynb #8b08c5e4
+# %% ../nbs/00_core.ipynb #86afec96
 import hashlib, functools
 from fastcore.imports import noop
 from types import MethodType
@@ -503,25 +517,18 @@ def lean_train_iter_ok(cb)->bool:
     return (type(cb) is TrainEvalCallback and 'after_batch' not in cb.__dict__ and not {'n_iter','n_epoch'} & set(cb.__dict__)
             and fastai_code_checked('TrainEvalCallback.after_batch'))
 
-def _all_on(m, dev, seen)->bool:
-    "`model_on`'s walk: module `m` and its submodules, each once"
-    t = type(m)
-    if t._apply is not torch.nn.Module._apply or t.named_modules is not torch.nn.Module.named_modules: return False # (moves itself its own way: an RNN's flat weights)
-    if id(m) in seen: return True
-    seen.add(id(m))
-    if dev is not None:
-        for p in m._parameters.values():
-            if p is not None and (p.device!=dev or (p.grad is not None and p.grad.device!=dev)): return False
-        for b in m._buffers.values():
-            if b is not None and b.device!=dev: return False
-    return all(c is None or _all_on(c, dev, seen) for c in m._modules.values())
-
 def model_on(model:torch.nn.Module, device)->bool:
     "Whether `model.to(device)` would leave `model` as it is: every parameter, gradient and buffer on `device` (one with an index, or the CPU; None moves nothing), no module with its own `_apply`, torch's conversion flags at their defaults"
     dev = None if device is None else torch.device(device)
     if dev is not None and dev.type!='cpu' and dev.index is None: return False # ('cuda': the current device, which no tensor names)
     if torch.__future__.get_overwrite_module_params_on_conversion() or torch.__future__.get_swap_module_params_on_conversion(): return False
-    return _all_on(model, dev, set())
+    mods = fast_named_modules(model)
+    if mods is None or any(type(m)._apply is not torch.nn.Module._apply for _,m in mods): return False # (moves itself its own way: an RNN's flat weights)
+    if dev is None: return True
+    for _,m in mods:
+        if any(p is not None and (p.device!=dev or (p.grad is not None and p.grad.device!=dev)) for p in m._parameters.values()): return False
+        if any(b is not None and b.device!=dev for b in m._buffers.values()): return False
+    return True
 
 def lean_train_start(self):
     "fastai's `TrainEvalCallback.before_fit`, the model sent to the device only where it is not all there (`model_on`): `model.to` walks the modules and sets every parameter again, 0.1-0.7 ms on the zoo's models, at every `fit`, `get_preds`, `validate` and `predict`"
