@@ -21,7 +21,7 @@ __all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'fast_named_modules', 'firs
            'fastai_code_checked', 'lean_loop_ok', 'lean_batch_ok', 'on_model_device', 'fast_one_batch',
            'fast_with_events', 'fast_do_one_batch', 'flat_batch_ok', 'flat_batch', 'lean_record', 'lean_record_ok',
            'lean_train_iter', 'lean_train_iter_ok', 'model_on', 'lean_train_start', 'lean_train_start_ok',
-           'set_fast_dispatch', 'to_device_hookable', 'hook_to_device', 'lean_iter_ok', 'lean_iter']
+           'set_fast_dispatch', 'to_device_hookable', 'hook_to_device', 'lean_iter_ok', 'lean_iter', 'fast_get_preds']
 
 # %% ../nbs/00_core.ipynb #5fe5d81f
 _NO_WALK = object()
@@ -164,7 +164,7 @@ def unset_learner_method(learn:Learner, name:str, fn=None)->bool:
     if not isinstance(m, LearnerMethod) or (fn is not None and m.fn is not fn): return False
     del learn.__dict__[name]; return True
 
-# %% ../nbs/00_core.ipynb #0db2addc
+# %% ../nbs/00_core.ipynb #0aa79ed7
 @patch
 def on_fit_exit(self:Learner, fn):
     "Run `fn()` when the current loop (`fit`, `get_preds`, `validate`, `tta`) ends, normally, cancelled or by an exception (last registered runs first)"
@@ -180,12 +180,15 @@ def _run_fit_exit(self:Learner, depth:int):
 
 def _exit_depth(learn): return len(learn.__dict__.get('_fp_exit') or ())
 
+_FAST_LOOPS = {} # (name, fastai's function) -> fastperf's copy of it, run in its place (`fast_get_preds`, below: registered only where fastai's source is the source copied)
+
 class _Restoring:
-    "fastai's Learner method `name`, running what `on_fit_exit` registered during it however it ends (an object, so a Learner that holds it pickles)"
+    "fastai's Learner method `name` (or fastperf's copy of it, where the Learner's class has fastai's own: `_FAST_LOOPS`), running what `on_fit_exit` registered during it however it ends (an object, so a Learner that holds it pickles)"
     def __init__(self, name:str): self.name = self.__name__ = name
     def __call__(self, learn, *args, **kwargs):
         depth = _exit_depth(learn)
-        try: return getattr(type(learn), self.name)(learn, *args, **kwargs)
+        f = getattr(type(learn), self.name)
+        try: return _FAST_LOOPS.get((self.name, f), f)(learn, *args, **kwargs)
         finally: learn._run_fit_exit(depth)
 _RESTORING = {n:_Restoring(n) for n in _LOOP_CODES.values()}
 
@@ -607,3 +610,62 @@ def lean_iter(dl:DataLoader):
         yield dl.after_batch(b)
     dl.after_iter()
     if hasattr(dl, 'it'): del(dl.it)
+
+# %% ../nbs/00_core.ipynb #f20a5b26
+from collections.abc import MutableSequence
+from fastcore.meta import delegates
+from fastcore.foundation import L
+from fastcore.xtras import ContextManagers
+from fastai.learner import _ConstantFunc, nested_reorder
+from fastai.data.load import DataLoader as _FaDL
+
+LEAN_LOOP_CHECKED['Learner.get_preds'] = 'e47ee331d8da2713'
+
+def _idx_tensor(idxs):
+    "fastai's `tensor(idxs)` for `get_preds`' reorder: a list of integers through NumPy (the same int64 tensor, in a sixth of the time), anything else through fastai's `tensor`"
+    if type(idxs) is list:
+        a = np.asarray(idxs)
+        if a.dtype==np.int64 and a.ndim==1: return torch.from_numpy(a)
+    return tensor(idxs)
+
+@delegates(GatherPredsCallback.__init__)
+def fast_get_preds(self,
+    ds_idx:int=1, # `DataLoader` to use for predictions if `dl` is None. 0: train. 1: valid
+    dl=None, # `DataLoader` to use for predictions, defaults to `ds_idx=1` if None
+    with_input:bool=False, # Return inputs with predictions
+    with_decoded:bool=False, # Return decoded predictions
+    with_loss:bool=False, # Return per item loss with predictions
+    act=None, # Apply activation to predictions, defaults to `self.loss_func`'s activation
+    inner:bool=False, # If False, create progress bar, show logger, use temporary `cbs`
+    reorder:bool=True, # Reorder predictions on dataset indicies, if applicable
+    cbs:Callback|MutableSequence|None=None, # Temporary `Callback`s to apply during prediction
+    **kwargs
+)-> tuple:
+    "fastai's `Learner.get_preds` (2.8.12), with the reorder's indices made a tensor by `_idx_tensor`"
+    if dl is None: dl = self.dls[ds_idx].new(shuffle=False, drop_last=False)
+    else:
+        try: len(dl)
+        except TypeError as e:
+            raise TypeError(f"`dl` is {type(dl)} and doesn't have len(dl)")
+    if isinstance(dl, _FaDL):
+        if dl.drop_last: dl = dl.new(shuffle=False, drop_last=False)
+    if reorder and hasattr(dl, 'get_idxs'):
+        idxs = dl.get_idxs()
+        dl = dl.new(get_idxs = _ConstantFunc(idxs))
+    cb = GatherPredsCallback(with_input=with_input, with_loss=with_loss, **kwargs)
+    ctx_mgrs = self.validation_context(cbs=L(cbs)+[cb], inner=inner)
+    if with_loss: ctx_mgrs.append(self.loss_not_reduced())
+    with ContextManagers(ctx_mgrs):
+        self._do_epoch_validate(dl=dl)
+        if act is None: act = getcallable(self.loss_func, 'activation')
+        res = cb.all_tensors()
+        pred_i = 1 if with_input else 0
+        if res[pred_i] is not None:
+            res[pred_i] = act(res[pred_i])
+            if with_decoded: res.insert(pred_i+2, getcallable(self.loss_func, 'decodes')(res[pred_i]))
+        if reorder and hasattr(dl, 'get_idxs'): res = nested_reorder(res, _idx_tensor(idxs).argsort())
+        return tuple(res)
+    self._end_cleanup()
+
+_LOOP_CODES[fast_get_preds.__code__] = 'get_preds'
+if fastai_code_checked('Learner.get_preds'): _FAST_LOOPS['get_preds',Learner.__dict__['get_preds']] = fast_get_preds

@@ -66,7 +66,7 @@ def inference_settings(learn:Learner,
     if cl and not conv: cl,why_c = False,"the model has no 2D/3D convolution: channels-last does nothing for it"
     return dict(device=dev, precision=prec, channels_last=cl, why_precision=why_p, why_channels_last=why_c)
 
-# %% ../nbs/12_inference.ipynb #24a30ee4
+# %% ../nbs/12_inference.ipynb #7a3ca2a2
 class _Prefetch(GetAttr):
     "`dl`'s batches made `depth` ahead in a background thread: the per-item transforms, collation and batch transforms of the next batches run while the model computes this one (torch releases the GIL), in the same order, so the same predictions"
     _default = 'dl'
@@ -136,7 +136,7 @@ class FastInference(RestoringCallback):
                  defer:bool=False, # Keep the gathered predictions, targets and loss totals on the device until the loop ends (see below)
                  defer_budget:int=2**30, # Bytes of gathered tensors the device may hold; past it they go to the host as fastai sends them
                  skip_loss:bool=True, # In `get_preds` without `with_loss`, compute neither the loss nor the validation metrics: it returns neither
-                 lean_loop:bool=True, # In such a `get_preds` (no `with_input` either), where every callback is one it knows, run the batches without sending their events (`lean_infer_ok`): the same results
+                 lean_loop:bool=True, # In such a `get_preds` (and `predict`), where every callback is one it knows, run the batches without sending their events (`lean_infer_ok`): the same results
                 ): store_attr(); self._infer = self._noloss = False; self.last_loop = None
     def learner_methods(self): return dict(all_batches=infer_all_batches) # fastai's own except in the inference loops `lean_infer_ok` passes
     def before_validate(self):
@@ -239,7 +239,7 @@ def _known_in_infer(c, fi)->bool:
     if not c.run or any(e in c.__dict__ and getattr(c.__dict__[e], '__func__', None) not in (lean_record, lean_train_iter) for e in _BATCH_EVENTS): return False
     t = type(c)
     if t is FastInference: return c is fi
-    if t is GatherPredsCallback: return not c.with_input and not c.with_loss and c.save_preds is None and c.save_targs is None
+    if t is GatherPredsCallback: return not c.with_loss and c.save_preds is None and c.save_targs is None # (inputs gathered where its `before_batch` gathers them)
     if t in (TrainEvalCallback, AutoMixedPrecision): return not c.run_valid # (sits out validation batches; `fi` turns mixed precision off in its loops)
     if t in (Recorder, InferenceMode) or t is fastai_class('fastai.callback.progress', 'ProgressCallback'): return True # (the Recorder's `after_batch` returns at once: `fi` has emptied `yb` for it; the progress bar's is sent)
     if t is CastToTensor: return not c._hooks
@@ -252,7 +252,7 @@ def _known_in_infer(c, fi)->bool:
     return False
 
 def lean_infer_ok(learn:Learner, fi:FastInference)->bool:
-    "Whether the inference loop `fi` is running may skip the batch events: a `get_preds` whose loss `fi` skips (no `with_loss`, `with_input` or `defer`), on a Learner with fastai's loop (fastperf's stand-ins allowed) in the code checked, and callbacks that all are ones `_known_in_infer` knows"
+    "Whether the inference loop `fi` is running may skip the batch events: a `get_preds` (or `predict`) whose loss `fi` skips (no `with_loss` or `defer`), on a Learner with fastai's loop (fastperf's stand-ins allowed) in the code checked, and callbacks that all are ones `_known_in_infer` knows"
     if not (fi._infer and fi._noloss and fi.lean_loop and not fi.defer): return False
     t,d = type(learn),learn.__dict__
     if any(getattr(t, n) is not getattr(Learner, n) for n in ('all_batches','one_batch','_set_device','_split','_do_one_batch','_with_events','_call_one')): return False
@@ -280,6 +280,7 @@ def _lean_infer_batches(learn, fi):
         k = n if n is not None else 1 if len(b)==1 else len(b)-1 # (fastai's `_split`)
         xb,yb = b[:k],b[k:]
         if cl: xb = as_channels_last(xb) # ChannelsLast (order -1)
+        if g.with_input: g.inputs.append(learn.to_detach(xb)) # GatherPredsCallback (0), before the casts (9)
         if cast: xb,yb = cast_to_tensor(xb),cast_to_tensor(yb) # CastToTensor (9)
         if fcast:
             learn.xb,learn.yb = xb,yb
