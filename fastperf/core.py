@@ -23,7 +23,7 @@ __all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'fast_named_modules', 'firs
            'lean_train_iter', 'lean_train_iter_ok', 'model_on', 'lean_train_start', 'lean_train_start_ok',
            'set_fast_dispatch', 'to_device_hookable', 'hook_to_device', 'lean_iter_ok', 'lean_iter', 'fast_get_preds']
 
-# %% ../nbs/00_core.ipynb #5fe5d81f
+# %% ../nbs/00_core.ipynb #cc907cce
 _NO_WALK = object()
 
 def _walk_first(m):
@@ -37,19 +37,16 @@ def _walk_first(m):
             if p is not None: return p
     return None
 
-class _OwnWalk(Exception): "A module whose class visits its submodules its own way"
-
 def fast_named_modules(model:torch.nn.Module)->list|None:
     "`list(model.named_modules())`, each module once with its name in the same order, read from the modules' `_modules` dicts; None where a module's class visits its submodules its own way"
-    out,seen = [],set()
-    def walk(m, prefix):
-        if type(m).named_modules is not torch.nn.Module.named_modules: raise _OwnWalk()
-        if id(m) in seen: return
+    out,seen,todo = [],set(),[('', model)] # (a stack, not a recursive closure: a closure that calls itself is a reference cycle, garbage for the collector at every call)
+    while todo:
+        prefix,m = todo.pop()
+        if type(m).named_modules is not torch.nn.Module.named_modules: return None
+        if id(m) in seen: continue
         seen.add(id(m)); out.append((prefix, m))
-        for k,c in m._modules.items():
-            if c is not None: walk(c, f"{prefix}.{k}" if prefix else k)
-    try: walk(model, ''); return out
-    except _OwnWalk: return None
+        todo += reversed([(f"{prefix}.{k}" if prefix else k, c) for k,c in m._modules.items() if c is not None]) # (popped first to last: `named_modules`' order)
+    return out
 
 def first_param(model:torch.nn.Module):
     "`next(model.parameters(), None)`, found by walking the modules' `_parameters` and `_modules` in the order `named_modules` visits them (about 1 us where `parameters()` takes 10): a model whose class lists its parameters its own way is asked"
@@ -234,7 +231,7 @@ class RNGState:
         if self.cuda is not None: torch.cuda.set_rng_state_all(self.cuda)
         for dl,s in self.dl: dl.rng.setstate(s)
 
-# %% ../nbs/00_core.ipynb #85c25921
+# %% ../nbs/00_core.ipynb #1a65c456
 import weakref
 from fastai.torch_core import to_detach as _fa_to_detach, to_float as _fa_to_float, num_distrib
 _detach_found = weakref.WeakKeyDictionary()
@@ -245,10 +242,15 @@ def _dl_to_detach(dl):
     if hasattr(type(dl), 'to_detach') or 'to_detach' in getattr(dl, '__dict__', ()): return dl.to_detach
     try:
         ds,found = _detach_found.get(dl, (None, None))
-        if found is None or ds is not dl.__dict__.get('dataset'):
-            ds,found = _detach_found[dl] = (dl.__dict__.get('dataset'), hasattr(dl, 'to_detach'))
+        if found is None or ds() is not dl.__dict__.get('dataset'):
+            ds,found = _detach_found[dl] = (_weak(dl.__dict__.get('dataset')), hasattr(dl, 'to_detach'))
     except (TypeError, AttributeError): return getattr(dl, 'to_detach', None) # not weak-referenceable or hashable: ask every time, as fastai does
     return dl.to_detach if found else None
+
+def _weak(o):
+    "A weak reference to `o` (called, it gives `o` back), or `o` held where it cannot be weakly referenced: a dataset kept by `_detach_found` would outlive its `DataLoader` by a garbage collection (fastai's `TabularPandas` is in a reference cycle of its own), and `predict` makes one per call"
+    try: return weakref.ref(o)
+    except TypeError: return lambda: o
 
 def _plain_detach(b, cpu:bool):
     "fastai's `to_detach(b, cpu)` without a distributed gather, for a plain tensor or a tuple of plain tensors (else None): the same tensors, without `apply`'s recursion and type checks"

@@ -348,7 +348,7 @@ def uint8_batches(dls:DataLoaders, # DataLoaders whose item pipeline may produce
             dl.to(dl.device)
     return dls
 
-# %% ../nbs/10_pipeline.ipynb #21dd99d5
+# %% ../nbs/10_pipeline.ipynb #0b9ea40d
 def type_key(o):
     "The types fasttransform dispatches on: the item's type and, for a tuple, each element's"
     return (type(o), tuple(type_key(e) for e in o)) if _ft._is_tuple(o) else type(o)
@@ -378,10 +378,12 @@ def _sig_match(t, key, nm:str='encodes')->bool:
     f,pre = _encodes(t, nm)
     try: sigs = [m.signature for m in f.methods]
     except AttributeError: return True # not a plum function: cannot judge
-    def match(k):
-        if isinstance(k, tuple): return any(match(e) for e in k[1])
-        return any(len(s.types)!=len(pre)+1 or s.varargs is not _Missing or _may_match(k, s.types[len(pre)]) for s in sigs)
-    return match(key)
+    return _key_match(key, sigs, len(pre))
+
+def _key_match(k, sigs, npre)->bool:
+    "Whether one of the signatures `sigs` (after `npre` bound arguments) may take an item of type key `k` (a tuple key: any of its elements)"
+    if isinstance(k, tuple): return any(_key_match(e, sigs, npre) for e in k[1])
+    return any(len(s.types)!=npre+1 or s.varargs is not _Missing or _may_match(k, s.types[npre]) for s in sigs)
 
 def may_apply(t, # A transform of a fastai pipeline
               key, # The type of an item (`type_key` of it)
