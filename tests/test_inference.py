@@ -46,6 +46,8 @@ def entries(name, base=None):
     def test_nolabels(): l = fresh(); return l.get_preds(dl=l.dls.test_dl(items))[0]
     def test_labels(): l = fresh(); return l.get_preds(dl=l.dls.test_dl(items, with_labels=True))[0]
     def tta(): return fresh().tta(n=1)[0]
+    def with_input(): return fresh().get_preds(with_input=True)[1] # (the inputs gathered too: `predict`'s kind of loop, over the validation set)
+    def shuffled(): l = fresh(); return l.get_preds(dl=l.dls.train.new(drop_last=False))[0] # a shuffled loader: the predictions put back in the dataset's order
     def load_predict():
         l = fresh()
         l.export('m.pkl')
@@ -71,7 +73,7 @@ def entries(name, base=None):
             raise AssertionError(f"the phases do not cover the call ({bd.attrs}):\n{bd}")
         return l.get_preds()[0]
     return dict(predict=predict, get_preds_valid=valid, get_preds_test_dl=test_nolabels, get_preds_test_dl_labels=test_labels,
-                tta=tta, load_learner_predict=load_predict, predictor=predictor, tta_leaves_nothing=tta_leaves_nothing, get_preds_breakdown=breakdown)
+                tta=tta, get_preds_with_input=with_input, get_preds_shuffled=shuffled, load_learner_predict=load_predict, predictor=predictor, tta_leaves_nothing=tta_leaves_nothing, get_preds_breakdown=breakdown)
 
 base = make('none')
 ref = {k:f() for k,f in entries('none', base).items()}
@@ -89,7 +91,7 @@ print('RESULTS ' + json.dumps(res))
 
 _GROUPS = {'fast': 'CastToTensor,ChannelsLast,CudnnBenchmark,AutoMixedPrecision,ThroughputTimer,SyncDebug,Profiler,NoSyncLoss,to_fastperf,to_fast_inference,to_fast_inference_prefetch,to_fast_inference_defer',
            'compile': 'Compile'}
-_ENTRIES = 'predict get_preds_valid get_preds_test_dl get_preds_test_dl_labels tta load_learner_predict predictor tta_leaves_nothing get_preds_breakdown'.split()
+_ENTRIES = 'predict get_preds_valid get_preds_test_dl get_preds_test_dl_labels tta get_preds_with_input get_preds_shuffled load_learner_predict predictor tta_leaves_nothing get_preds_breakdown'.split()
 _XFAIL = {} # 'name/entry': reason, for failures in modules this file's owner does not own (none left: 00_core now ends on_fit_exit work after tta)
 
 _cache = {}
