@@ -14,16 +14,16 @@ from fastai.callback.core import Callback
 from fastai.torch_core import default_device
 
 # %% auto #0
-__all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'fast_named_modules', 'first_param', 'model_device', 'device_sync',
-           'device_name', 'env_info', 'no_bar', 'fastai_class', 'fastai_instances', 'running_loops', 'LearnerMethod',
-           'set_learner_method', 'unset_learner_method', 'RestoringCallback', 'RNGState', 'fast_to_detach',
-           'may_handle', 'fast_call_one', 'BatchPlan', 'batch_plan', 'send_event', 'FastCallback', 'float_pred',
-           'fastai_code_checked', 'lean_loop_ok', 'lean_batch_ok', 'on_model_device', 'fast_one_batch',
+__all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'fast_named_modules', 'fast_modules', 'first_param', 'model_device',
+           'device_sync', 'device_name', 'env_info', 'no_bar', 'fastai_class', 'fastai_instances', 'running_loops',
+           'LearnerMethod', 'set_learner_method', 'unset_learner_method', 'RestoringCallback', 'RNGState',
+           'fast_to_detach', 'may_handle', 'fast_call_one', 'BatchPlan', 'batch_plan', 'send_event', 'FastCallback',
+           'float_pred', 'fastai_code_checked', 'lean_loop_ok', 'lean_batch_ok', 'on_model_device', 'fast_one_batch',
            'fast_with_events', 'fast_do_one_batch', 'flat_batch_ok', 'flat_batch', 'lean_record', 'lean_record_ok',
            'lean_train_iter', 'lean_train_iter_ok', 'model_on', 'lean_train_start', 'lean_train_start_ok',
            'set_fast_dispatch', 'to_device_hookable', 'hook_to_device', 'lean_iter_ok', 'lean_iter', 'fast_get_preds']
 
-# %% ../nbs/00_core.ipynb #cc907cce
+# %% ../nbs/00_core.ipynb #2cbb2719
 _NO_WALK = object()
 
 def _walk_first(m):
@@ -46,6 +46,15 @@ def fast_named_modules(model:torch.nn.Module)->list|None:
         if id(m) in seen: continue
         seen.add(id(m)); out.append((prefix, m))
         todo += reversed([(f"{prefix}.{k}" if prefix else k, c) for k,c in m._modules.items() if c is not None]) # (popped first to last: `named_modules`' order)
+    return out
+
+def fast_modules(model:torch.nn.Module)->list:
+    "Every module of `model` once, `model` first, read from the modules' `_modules` dicts: the modules `model.modules()` lists where no class visits its submodules its own way, without names or a generator (a quarter of `fast_named_modules`' time), not in its order"
+    todo,seen,out = [model],set(),[]
+    for m in todo:
+        if m is None or id(m) in seen: continue
+        seen.add(id(m)); out.append(m)
+        todo += m._modules.values()
     return out
 
 def first_param(model:torch.nn.Module):
@@ -353,7 +362,7 @@ def float_pred(p):
     "fastai's `to_float(p)` (floating point tensors to float32), a plain tensor converted directly, without fastai's recursion over `p`"
     return (p.float() if p.is_floating_point() else p) if type(p) is torch.Tensor else _fa_to_float(p)
 
-# %% ../nbs/00_core.ipynb #86afec96
+# %% ../nbs/00_core.ipynb #9dbe022e
 import hashlib, functools
 from fastcore.imports import noop
 from types import MethodType
@@ -527,10 +536,10 @@ def model_on(model:torch.nn.Module, device)->bool:
     dev = None if device is None else torch.device(device)
     if dev is not None and dev.type!='cpu' and dev.index is None: return False # ('cuda': the current device, which no tensor names)
     if torch.__future__.get_overwrite_module_params_on_conversion() or torch.__future__.get_swap_module_params_on_conversion(): return False
-    mods = fast_named_modules(model)
-    if mods is None or any(type(m)._apply is not torch.nn.Module._apply for _,m in mods): return False # (moves itself its own way: an RNN's flat weights)
+    mods = fast_modules(model)
+    if any(type(m)._apply is not torch.nn.Module._apply or type(m).named_modules is not torch.nn.Module.named_modules for m in mods): return False # (moves itself its own way: an RNN's flat weights; or lists its submodules its own way)
     if dev is None: return True
-    for _,m in mods:
+    for m in mods:
         if any(p is not None and (p.device!=dev or (p.grad is not None and p.grad.device!=dev)) for p in m._parameters.values()): return False
         if any(b is not None and b.device!=dev for b in m._buffers.values()): return False
     return True
