@@ -622,15 +622,36 @@ def lean_iter(dl:DataLoader):
     dl.after_iter()
     if hasattr(dl, 'it'): del(dl.it)
 
-# %% ../nbs/00_core.ipynb #f20a5b26
+# %% ../nbs/00_core.ipynb #4bcfb16f
 from collections.abc import MutableSequence
 from fastcore.meta import delegates
 from fastcore.foundation import L
-from fastcore.xtras import ContextManagers
+from fastcore.xtras import ContextManagers, is_listy
 from fastai.learner import _ConstantFunc, nested_reorder
 from fastai.data.load import DataLoader as _FaDL
 
 LEAN_LOOP_CHECKED['Learner.get_preds'] = 'e47ee331d8da2713'
+
+LEAN_LOOP_CHECKED.update({'DataLoader.get_idxs': '526553bd74c81713', 'WeightedDL.get_idxs': '83f54609f93c45ad', 'TabWeightedDL.get_idxs': '802d56e9cfc16421'})
+_HANDS_OVER = {('fastai.callback.data', 'WeightedDL'), ('fastai.tabular.core', 'TabWeightedDL')} # their `get_idxs` is `DataLoader`'s when unshuffled
+
+def _in_order(dl)->bool:
+    "Whether fastai's code gives loader `dl`'s indices in the dataset's order (`range(dl.n)`): an indexed fastai `DataLoader` of known size, unshuffled, whose `get_idxs` is `DataLoader`'s or one of `_HANDS_OVER`, each in the code checked"
+    if not isinstance(dl, _FaDL) or dl.shuffle or not dl.indexed or dl.n is None or 'get_idxs' in dl.__dict__: return False
+    for c in type(dl).__mro__:
+        f = c.__dict__.get('get_idxs')
+        if f is None: continue
+        if c is _FaDL: return fastai_code_checked('DataLoader.get_idxs')
+        if (c.__module__, c.__name__) not in _HANDS_OVER or _source_digest(f)!=LEAN_LOOP_CHECKED[f'{c.__name__}.get_idxs']: return False
+    return False
+
+def _in_order_results(t, n:int):
+    "fastai's `nested_reorder(t, tensor(range(n)).argsort())` without its copies: a tensor (or `L`) of `n` rows as it is, any other indexed by `range(n)` as fastai's is"
+    if isinstance(t, torch.Tensor): return t if t.shape[:1]==(n,) else t[torch.arange(n)]
+    if isinstance(t, L): return t if len(t)==n else t[torch.arange(n)]
+    if is_listy(t): return type(t)(_in_order_results(o, n) for o in t)
+    if t is None: return t
+    raise TypeError(f"Expected tensor, tuple, list or L but got {type(t)}")
 
 def _idx_tensor(idxs):
     "fastai's `tensor(idxs)` for `get_preds`' reorder: a list of integers through NumPy (the same int64 tensor, in a sixth of the time), anything else through fastai's `tensor`"
@@ -652,7 +673,7 @@ def fast_get_preds(self,
     cbs:Callback|MutableSequence|None=None, # Temporary `Callback`s to apply during prediction
     **kwargs
 )-> tuple:
-    "fastai's `Learner.get_preds` (2.8.12), with the reorder's indices made a tensor by `_idx_tensor`"
+    "fastai's `Learner.get_preds` (2.8.12), with the reorder's indices made a tensor by `_idx_tensor`, and no reorder for a loader `_in_order`"
     if dl is None: dl = self.dls[ds_idx].new(shuffle=False, drop_last=False)
     else:
         try: len(dl)
@@ -660,7 +681,8 @@ def fast_get_preds(self,
             raise TypeError(f"`dl` is {type(dl)} and doesn't have len(dl)")
     if isinstance(dl, _FaDL):
         if dl.drop_last: dl = dl.new(shuffle=False, drop_last=False)
-    if reorder and hasattr(dl, 'get_idxs'):
+    n = dl.n if reorder and _in_order(dl) else None # its indices are `range(n)`: no copy of the loader to fix them, nothing to sort
+    if reorder and hasattr(dl, 'get_idxs') and n is None:
         idxs = dl.get_idxs()
         dl = dl.new(get_idxs = _ConstantFunc(idxs))
     cb = GatherPredsCallback(with_input=with_input, with_loss=with_loss, **kwargs)
@@ -674,7 +696,8 @@ def fast_get_preds(self,
         if res[pred_i] is not None:
             res[pred_i] = act(res[pred_i])
             if with_decoded: res.insert(pred_i+2, getcallable(self.loss_func, 'decodes')(res[pred_i]))
-        if reorder and hasattr(dl, 'get_idxs'): res = nested_reorder(res, _idx_tensor(idxs).argsort())
+        if n is not None: res = _in_order_results(res, n)
+        elif reorder and hasattr(dl, 'get_idxs'): res = nested_reorder(res, _idx_tensor(idxs).argsort())
         return tuple(res)
     self._end_cleanup()
 

@@ -3,7 +3,8 @@
   loop:   `FastInference`'s lean loop against fastai's loop (`lean_loop=False`); also says which loop ran
   detach: `fast_to_detach`'s direct detach of plain tensors against fastai's `to_detach` for every call
   reorder: `fast_get_preds` (the reorder's indices through NumPy) against fastai's `get_preds` (session 29)
-Usage: python tools/infer_ab_bench.py {loop,detach,reorder} ROUNDS TASK... [--call preds|input|predict]
+  order:  `fast_get_preds` without the reorder of a loader `_in_order` against `fast_get_preds` with it (session 30)
+Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order} ROUNDS TASK... [--call preds|input|predict]
   --call: what each round calls 10 times: `get_preds` (default), `get_preds(with_input=True)`, or `predict` of the first validation item (session 29)"""
 import sys, time, warnings; warnings.filterwarnings('ignore')
 import fastperf.core as fc
@@ -16,13 +17,14 @@ args = sys.argv[1:]
 call = 'preds'
 if '--call' in args: i = args.index('--call'); call = args[i+1]; del args[i:i+2]
 what,rounds = args[0],int(args[1])
-plain_detach,fast_loops = fc._plain_detach,dict(fc._FAST_LOOPS)
+plain_detach,fast_loops,in_order = fc._plain_detach,dict(fc._FAST_LOOPS),fc._in_order
 for name in args[2:]:
     w = _warm_learner(ZOO[name]()); d = w.dls.valid.new(shuffle=False, drop_last=False)
     fi = w.fast_inference
     def setting(on):
         if what=='loop': fi.lean_loop = on
         elif what=='detach': fc._plain_detach = plain_detach if on else (lambda b, cpu: None)
+        elif what=='order': fc._in_order = in_order if on else (lambda dl: False)
         else: fc._FAST_LOOPS.clear(); fc._FAST_LOOPS.update(fast_loops if on else {})
     item = _first_item(w)
     f = {'preds': lambda: w.get_preds(dl=d), 'input': lambda: w.get_preds(dl=d, with_input=True), 'predict': lambda: w.predict(item)}[call]
