@@ -16,7 +16,7 @@ from fastai.torch_core import default_device
 # %% auto #0
 __all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'fast_named_modules', 'fast_modules', 'first_param', 'model_device',
            'device_sync', 'device_name', 'env_info', 'no_bar', 'fastai_class', 'fastai_instances', 'running_loops',
-           'LearnerMethod', 'set_learner_method', 'unset_learner_method', 'RestoringCallback', 'RNGState',
+           'LearnerMethod', 'set_learner_method', 'unset_learner_method', 'RestoringCallback', 'loaders_of', 'RNGState',
            'fast_to_detach', 'may_handle', 'fast_call_one', 'BatchPlan', 'batch_plan', 'send_event', 'FastCallback',
            'float_pred', 'fastai_code_checked', 'lean_loop_ok', 'lean_batch_ok', 'on_model_device', 'fast_one_batch',
            'fast_with_events', 'fast_do_one_batch', 'flat_batch_ok', 'flat_batch', 'lean_record', 'lean_record_ok',
@@ -223,19 +223,19 @@ class RestoringCallback(Callback):
         for n,f in self.learner_methods().items(): set_learner_method(learn, n, f)
         if running_loops(learn): self.__dict__['_fp_joined'] = _exit_depth(learn) # joined a loop already running, which has no stand-in
 
-# %% ../nbs/00_core.ipynb #91d2fc3f
+# %% ../nbs/00_core.ipynb #8f898de6
 import random
 import numpy as np
 from fastai.data.load import DataLoader as _FaLoader
 
-def _loaders_of(dls, default=None):
+def loaders_of(dls, default=None):
     "`dls.loaders` (fastai's `DataLoaders`), `[dls]` for one fastai `DataLoader` (asked for `loaders`, its attribute delegation would search its dataset and pipelines first: 46 us on the zoo's digits loader, at each of an inference loop's set-up and clean-up), else `default` (None: `[dls]`)"
     if isinstance(dls, _FaLoader): return [dls]
     return getattr(dls, 'loaders', [dls] if default is None else default)
 
 class RNGState:
     "Save the Python, NumPy, torch (CPU and CUDA) generators and each loader's own, and restore them on exit"
-    def __init__(self, dls=None): self.loaders = [] if dls is None else list(_loaders_of(dls, dls))
+    def __init__(self, dls=None): self.loaders = [] if dls is None else list(loaders_of(dls, dls))
     def __enter__(self):
         self.py,self.np,self.cpu = random.getstate(),np.random.get_state(),torch.get_rng_state()
         self.cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None

@@ -4,10 +4,13 @@
   detach: `fast_to_detach`'s direct detach of plain tensors against fastai's `to_detach` for every call
   reorder: `fast_get_preds` (the reorder's indices through NumPy) against fastai's `get_preds` (session 29)
   order:  `fast_get_preds` without the reorder of a loader `_in_order` against `fast_get_preds` with it (session 30)
-Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order} ROUNDS TASK... [--call preds|input|predict]
+  attrs:  `loaders_of` and `lean_iter` without asking a `DataLoader` for attributes it lacks, against the code before them (session 30)
+Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs} ROUNDS TASK... [--call preds|input|predict]
   --call: what each round calls 10 times: `get_preds` (default), `get_preds(with_input=True)`, or `predict` of the first validation item (session 29)"""
 import sys, time, warnings; warnings.filterwarnings('ignore')
-import fastperf.core as fc
+import torch
+import fastai.data.load as _fdl
+import fastperf.core as fc, fastperf.pipeline as fpp, fastperf.images as fim, fastperf.inference as finf
 from fastperf.all import *
 from fastperf.core import no_bar
 from fastperf.measure.zoo import ZOO, _warm_learner, _first_item
@@ -18,6 +21,15 @@ call = 'preds'
 if '--call' in args: i = args.index('--call'); call = args[i+1]; del args[i:i+2]
 what,rounds = args[0],int(args[1])
 plain_detach,fast_loops,in_order = fc._plain_detach,dict(fc._FAST_LOOPS),fc._in_order
+loaders_of,lean_iter = fc.loaders_of,finf.lean_iter
+def old_loaders_of(dls, default=None): return getattr(dls, 'loaders', [dls] if default is None else default) # (before session 30)
+def old_lean_iter(dl): # (before session 30: fastai's `hasattr(dl, 'it')` at the end)
+    dl.randomize(); dl.before_iter(); dl._DataLoader__idxs = dl.get_idxs(); torch.empty((), dtype=torch.int64).random_()
+    for b in dl.create_batches(dl.sample()):
+        if dl.device is not None: b = _fdl.to_device(b, dl.device)
+        yield dl.after_batch(b)
+    dl.after_iter()
+    if hasattr(dl, 'it'): del(dl.it)
 for name in args[2:]:
     w = _warm_learner(ZOO[name]()); d = w.dls.valid.new(shuffle=False, drop_last=False)
     fi = w.fast_inference
@@ -25,6 +37,9 @@ for name in args[2:]:
         if what=='loop': fi.lean_loop = on
         elif what=='detach': fc._plain_detach = plain_detach if on else (lambda b, cpu: None)
         elif what=='order': fc._in_order = in_order if on else (lambda dl: False)
+        elif what=='attrs':
+            for m in (fc, fpp, fim): m.loaders_of = loaders_of if on else old_loaders_of
+            finf.lean_iter = lean_iter if on else old_lean_iter
         else: fc._FAST_LOOPS.clear(); fc._FAST_LOOPS.update(fast_loops if on else {})
     item = _first_item(w)
     f = {'preds': lambda: w.get_preds(dl=d), 'input': lambda: w.get_preds(dl=d, with_input=True), 'predict': lambda: w.predict(item)}[call]
