@@ -223,14 +223,14 @@ class RestoringCallback(Callback):
         for n,f in self.learner_methods().items(): set_learner_method(learn, n, f)
         if running_loops(learn): self.__dict__['_fp_joined'] = _exit_depth(learn) # joined a loop already running, which has no stand-in
 
-# %% ../nbs/00_core.ipynb #8f898de6
+# %% ../nbs/00_core.ipynb #d6dd76e3
 import random
 import numpy as np
-from fastai.data.load import DataLoader as _FaLoader
+from fastai.data.load import DataLoader as _FaDL
 
 def loaders_of(dls, default=None):
     "`dls.loaders` (fastai's `DataLoaders`), `[dls]` for one fastai `DataLoader` (asked for `loaders`, its attribute delegation would search its dataset and pipelines first: 46 us on the zoo's digits loader, at each of an inference loop's set-up and clean-up), else `default` (None: `[dls]`)"
-    if isinstance(dls, _FaLoader): return [dls]
+    if isinstance(dls, _FaDL): return [dls]
     return getattr(dls, 'loaders', [dls] if default is None else default)
 
 class RNGState:
@@ -628,17 +628,14 @@ def lean_iter(dl:DataLoader):
     dl.after_iter()
     dl.__dict__.pop('it', None) # (fastai's `if hasattr(self, 'it'): del(self.it)`, without the search of the dataset and pipelines a missing attribute costs)
 
-# %% ../nbs/00_core.ipynb #4bcfb16f
+# %% ../nbs/00_core.ipynb #1a6d0a85
 from collections.abc import MutableSequence
 from fastcore.meta import delegates
 from fastcore.foundation import L
 from fastcore.xtras import ContextManagers, is_listy
 from fastai.learner import _ConstantFunc, nested_reorder
-from fastai.data.load import DataLoader as _FaDL
 
-LEAN_LOOP_CHECKED['Learner.get_preds'] = 'e47ee331d8da2713'
-
-LEAN_LOOP_CHECKED.update({'DataLoader.get_idxs': '526553bd74c81713', 'WeightedDL.get_idxs': '83f54609f93c45ad', 'TabWeightedDL.get_idxs': '802d56e9cfc16421'})
+LEAN_LOOP_CHECKED.update({'Learner.get_preds': 'e47ee331d8da2713', 'DataLoader.get_idxs': '526553bd74c81713', 'WeightedDL.get_idxs': '83f54609f93c45ad', 'TabWeightedDL.get_idxs': '802d56e9cfc16421'})
 _HANDS_OVER = {('fastai.callback.data', 'WeightedDL'), ('fastai.tabular.core', 'TabWeightedDL')} # their `get_idxs` is `DataLoader`'s when unshuffled
 
 def _in_order(dl)->bool:
