@@ -5,7 +5,9 @@
   reorder: `fast_get_preds` (the reorder's indices through NumPy) against fastai's `get_preds` (session 29)
   order:  `fast_get_preds` without the reorder of a loader `_in_order` against `fast_get_preds` with it (session 30)
   attrs:  `loaders_of` and `lean_iter` without asking a `DataLoader` for attributes it lacks, against the code before them (session 30)
-Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs} ROUNDS TASK... [--call preds|input|predict]
+  types:  stacked batches typed without fastai's `retain_types` (`_Stack.types`), the item cache's `fresh` from two lists and `on_model_device`
+          reading devices without `__torch_function__`, against the code before them (session 31)
+Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types} ROUNDS TASK... [--call preds|input|predict]
   --call: what each round calls 10 times: `get_preds` (default), `get_preds(with_input=True)`, or `predict` of the first validation item (session 29)"""
 import sys, time, warnings; warnings.filterwarnings('ignore')
 import torch
@@ -30,6 +32,21 @@ def old_lean_iter(dl): # (before session 30: fastai's `hasattr(dl, 'it')` at the
         yield dl.after_batch(b)
     dl.after_iter()
     if hasattr(dl, 'it'): del(dl.it)
+from fasttransform.cast import retain_types
+stack_batch,fresh,on_model_device = fpp._Stack.batch,fpp._ItemCache.fresh,fc.on_model_device
+def old_stack_batch(self, i): # (before session 31)
+    with fpp._no_tf(): b = tuple([f.index_select(0, i) for f in self.fields])
+    b = retain_types(b, self.proto)
+    return b if self.cls is None else self.cls(b)
+def old_fresh(self): # (before session 31: a walk over the items)
+    if not self.ok: return False
+    with fpp._no_tf():
+        if all(t._version==n for _,ts,v,_ in self.items.values() for t,n in zip(ts, v)): return True
+    self._end(); return False
+def old_on_model_device(b, model): # (before session 31: devices read through `__torch_function__`)
+    p = fc.first_param(model)
+    if p is None or type(b) is not tuple or (fc.defaults.use_cuda==False and p.device.type!='cpu'): return False
+    return all(isinstance(x, torch.Tensor) and x.device==p.device for x in b)
 for name in args[2:]:
     w = _warm_learner(ZOO[name]()); d = w.dls.valid.new(shuffle=False, drop_last=False)
     fi = w.fast_inference
@@ -40,6 +57,9 @@ for name in args[2:]:
         elif what=='attrs':
             for m in (fc, fpp, fim): m.loaders_of = loaders_of if on else old_loaders_of
             finf.lean_iter = lean_iter if on else old_lean_iter
+        elif what=='types':
+            fpp._Stack.batch,fpp._ItemCache.fresh = (stack_batch,fresh) if on else (old_stack_batch,old_fresh)
+            fc.on_model_device = finf.on_model_device = on_model_device if on else old_on_model_device
         else: fc._FAST_LOOPS.clear(); fc._FAST_LOOPS.update(fast_loops if on else {})
     item = _first_item(w)
     f = {'preds': lambda: w.get_preds(dl=d), 'input': lambda: w.get_preds(dl=d, with_input=True), 'predict': lambda: w.predict(item)}[call]
