@@ -7,7 +7,8 @@
   attrs:  `loaders_of` and `lean_iter` without asking a `DataLoader` for attributes it lacks, against the code before them (session 30)
   types:  stacked batches typed without fastai's `retain_types` (`_Stack.types`), the item cache's `fresh` from two lists and `on_model_device`
           reading devices without `__torch_function__`, against the code before them (session 31)
-Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types} ROUNDS TASK... [--call preds|input|predict]
+  sliced: the lean loop's batches sliced from a channels-last copy of the stack (`sliced_batches`) against gathered ones (session 31)
+Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types,sliced} ROUNDS TASK... [--call preds|input|predict]
   --call: what each round calls 10 times: `get_preds` (default), `get_preds(with_input=True)`, or `predict` of the first validation item (session 29)"""
 import sys, time, warnings; warnings.filterwarnings('ignore')
 import torch
@@ -47,6 +48,9 @@ def old_on_model_device(b, model): # (before session 31: devices read through `_
     p = fc.first_param(model)
     if p is None or type(b) is not tuple or (fc.defaults.use_cuda==False and p.device.type!='cpu'): return False
     return all(isinstance(x, torch.Tensor) and x.device==p.device for x in b)
+import contextlib
+sliced_batches = finf.sliced_batches
+def no_slices(dl, n_cl=0): return contextlib.nullcontext()
 for name in args[2:]:
     w = _warm_learner(ZOO[name]()); d = w.dls.valid.new(shuffle=False, drop_last=False)
     fi = w.fast_inference
@@ -57,6 +61,7 @@ for name in args[2:]:
         elif what=='attrs':
             for m in (fc, fpp, fim): m.loaders_of = loaders_of if on else old_loaders_of
             finf.lean_iter = lean_iter if on else old_lean_iter
+        elif what=='sliced': finf.sliced_batches = sliced_batches if on else no_slices
         elif what=='types':
             fpp._Stack.batch,fpp._ItemCache.fresh = (stack_batch,fresh) if on else (old_stack_batch,old_fresh)
             fc.on_model_device = finf.on_model_device = on_model_device if on else old_on_model_device
