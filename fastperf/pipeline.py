@@ -491,7 +491,7 @@ class LeanPipeline(Pipeline):
     def __reduce_ex__(self, proto): # pickled (`export`) and copied as fastai's own Pipeline: loading never needs fastperf
         return copyreg._reconstructor, (Pipeline, object, None), dict(self.__dict__)
 
-# %% ../nbs/10_pipeline.ipynb #b25e0a37
+# %% ../nbs/10_pipeline.ipynb #b1003620
 ITEM_CACHE_FRAC = 0.25 # the item caches together keep at most this share of the memory available when one is (re)started
 
 _no_tf = torch._C.DisableTorchFunctionSubclass # tensor attributes read without fastai's `__torch_function__`
@@ -555,7 +555,7 @@ class _ItemCache:
         "Whether the cache still stands and no kept tensor has been changed in place (else the cache ends, as in `get`)"
         if not self.ok: return False
         with _no_tf():
-            if [t._version for t in self.kept]==self.vers: return True # (every kept tensor and its counter when kept, in two lists: a fifth of the time of a walk over the items)
+            if [t._version for t in self.kept]==self.vers: return True # (every kept tensor and its counter when kept, in two lists: a third of the time of a walk over the items)
         self._end()
         return False
     def put(self, s, o, make):
