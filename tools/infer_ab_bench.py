@@ -8,7 +8,10 @@
   types:  stacked batches typed without fastai's `retain_types` (`_Stack.types`), the item cache's `fresh` from two lists and `on_model_device`
           reading devices without `__torch_function__`, against the code before them (session 31)
   sliced: the lean loop's batches sliced from a channels-last copy of the stack (`sliced_batches`) against gathered ones (session 31)
-Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types,sliced} ROUNDS TASK... [--call preds|input|predict]
+  null:   no shortcut, the same code on both sides: what the harness reads where nothing differs (session 32, 21 rounds each:
+          tabular `get_preds` 0.996x [0.930-1.066], `predict` 1.023x [0.927-1.130], digits CNN `get_preds` 1.013x [0.960-1.070];
+          an A/B whose change never ran in `predict` read 1.058x [1.000-1.119]: a gain of a few percent needs repeating)
+Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types,sliced,null} ROUNDS TASK... [--call preds|input|predict]
   --call: what each round calls 10 times: `get_preds` (default), `get_preds(with_input=True)`, or `predict` of the first validation item (session 29)"""
 import sys, time, warnings; warnings.filterwarnings('ignore')
 import torch
@@ -62,6 +65,7 @@ for name in args[2:]:
             for m in (fc, fpp, fim): m.loaders_of = loaders_of if on else old_loaders_of
             finf.lean_iter = lean_iter if on else old_lean_iter
         elif what=='sliced': finf.sliced_batches = sliced_batches if on else no_slices
+        elif what=='null': pass
         elif what=='types':
             fpp._Stack.batch,fpp._ItemCache.fresh = (stack_batch,fresh) if on else (old_stack_batch,old_fresh)
             fc.on_model_device = finf.on_model_device = on_model_device if on else old_on_model_device
