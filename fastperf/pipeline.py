@@ -491,7 +491,7 @@ class LeanPipeline(Pipeline):
     def __reduce_ex__(self, proto): # pickled (`export`) and copied as fastai's own Pipeline: loading never needs fastperf
         return copyreg._reconstructor, (Pipeline, object, None), dict(self.__dict__)
 
-# %% ../nbs/10_pipeline.ipynb #b1003620
+# %% ../nbs/10_pipeline.ipynb #5bbe5398
 ITEM_CACHE_FRAC = 0.25 # the item caches together keep at most this share of the memory available when one is (re)started
 
 _no_tf = torch._C.DisableTorchFunctionSubclass # tensor attributes read without fastai's `__torch_function__`
@@ -962,6 +962,24 @@ def _lean_tab_batches(self, samps):
     for i in _batch_idxs(self, samps): yield tuple([_tab_rows(t, cm, i) for t,cm in st[2]])
 _lean_tab_batches.__name__ = 'create_batches' # pickled as `getattr(dl, 'create_batches')`: fastai's own method when loaded
 
+def _uniform_draw(w, n:int):
+    "What `np.random.choice(n, n, p=w)` returns for uniform weights `w`, from the same draws of numpy's global generator and the same cumulative weights, without its binary searches: each index is guessed from its draw, then checked (and moved a step where rounding put it one off)"
+    cdf = w.cumsum(); cdf /= cdf[-1] # as numpy's `choice` makes it
+    u = np.random.random_sample(n)
+    i = np.minimum((u*n).astype(np.int64), n-1)
+    for _ in range(3):
+        up,down = cdf[i]<=u, (i>0) & (cdf[i-1]>u) # `searchsorted(side='right')`: the first index whose cumulative weight exceeds the draw
+        if not (up.any() or down.any()): return i
+        i += up; i -= down
+    return cdf.searchsorted(u, side='right')
+
+def _lean_weighted_idxs(self):
+    "fastai's `TabWeightedDL.get_idxs` (every tabular loader's: it samples with replacement), as `lean_pipelines` sets it: for uniform weights, fastai's default, the same indices from the same draws (`_uniform_draw`), as the array the lean batches read (fastai's is a list); other weights go to fastai's"
+    w = self.wgts
+    if not self.shuffle or not self.n or len(w)!=self.n or w.dtype!=np.float64 or w.min()!=w.max(): return type(self).get_idxs(self)
+    return _uniform_draw(w, self.n)
+_lean_weighted_idxs.__name__ = 'get_idxs' # pickled as `getattr(dl, 'get_idxs')`: fastai's own method when loaded
+
 def _lean_tab_ok(dl)->bool:
     "Whether `dl` is a fastai `TabDataLoader` as fastai builds it (its own batch methods, indexed, a `TabularPandas` small enough to hold twice, one `ReadTabBatch` last, or the lean one a loader made from a lean loader by `new` inherits), so lean batches may stand in"
     tc = _tabular()
@@ -979,13 +997,14 @@ def _avail_bytes()->int:
     except (OSError, StopIteration, ValueError): return 4*2**30
 
 def _lean_tab(dl, share:bool):
-    "Give tabular loader `dl` lean batches: `_lean_tab_batches`, and a batch pipeline whose `ReadTabBatch` lets them pass (a new pipeline: the old one is kept for `unlean_pipelines`); with `share` the tensors it makes are its dataset's, read by the other lean loaders of that dataset"
+    "Give tabular loader `dl` lean batches: `_lean_tab_batches`, fastai's shuffled indices drawn without binary searches (`_lean_weighted_idxs`), and a batch pipeline whose `ReadTabBatch` lets them pass (a new pipeline: the old one is kept for `unlean_pipelines`); with `share` the tensors it makes are its dataset's, read by the other lean loaders of that dataset"
     old = dl.after_batch
     rtb = old.fs[-1]
     if type(rtb) is not _read_tab_tensors(): # (a loader `new` made from a lean one has the lean `ReadTabBatch` already)
         new = object.__new__(_read_tab_tensors()); new.__dict__.update(rtb.__dict__)
         dl.after_batch = LeanPipeline(Pipeline([*old.fs[:-1], new], split_idx=old.split_idx))
     dl.create_batches = MethodType(_lean_tab_batches, dl)
+    if type(dl).get_idxs is _tabular().TabWeightedDL.get_idxs and 'get_idxs' not in dl.__dict__: dl.get_idxs = MethodType(_lean_weighted_idxs, dl)
     if share: dl._fp_tab_share = True
     return (dl,'tabular',old)
 
@@ -1020,6 +1039,7 @@ def unlean_pipelines(dls, # `DataLoaders` (or one `DataLoader`), or the list `le
         if nm=='tabular':
             if getattr(o.__dict__.get('create_batches'), '__func__', None) is _lean_tab_batches:
                 del o.__dict__['create_batches']; o.__dict__.pop('_fp_tab', None)
+                if getattr(o.__dict__.get('get_idxs'), '__func__', None) is _lean_weighted_idxs: del o.__dict__['get_idxs']
                 if o.__dict__.pop('_fp_tab_share', False): _TAB_SHARED.pop(o.dataset, None)
                 o.after_batch = old[0] if old[0] is not None else _unread(o.after_batch)
             continue
