@@ -1004,7 +1004,8 @@ def _lean_tab(dl, share:bool):
         new = object.__new__(_read_tab_tensors()); new.__dict__.update(rtb.__dict__)
         dl.after_batch = LeanPipeline(Pipeline([*old.fs[:-1], new], split_idx=old.split_idx))
     dl.create_batches = MethodType(_lean_tab_batches, dl)
-    if type(dl).get_idxs is _tabular().TabWeightedDL.get_idxs and 'get_idxs' not in dl.__dict__: dl.get_idxs = MethodType(_lean_weighted_idxs, dl)
+    if dl.shuffle and type(dl).get_idxs is _tabular().TabWeightedDL.get_idxs and 'get_idxs' not in dl.__dict__: # (a loader in order keeps fastai's, which `get_preds` reads as in order)
+        dl.get_idxs = MethodType(_lean_weighted_idxs, dl)
     if share: dl._fp_tab_share = True
     return (dl,'tabular',old)
 
