@@ -61,7 +61,7 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
     dl = learn.dls.valid
     if not len(dl.dataset): raise ValueError("inference_parity: the validation set is empty: there is nothing to predict")
     n = len(dl.dataset) if n_items is None else min(n_items, len(dl.dataset))
-    dl = dl.new(shuffle=False, drop_last=False, bs=bs or dl.bs, get_idxs=lambda: list(range(n)))
+    dl = dl.new(shuffle=False, drop_last=False, bs=bs or dl.bs, n=n) # the first `n` items in the dataset's order, as the loader `learn.get_preds()` makes iterates them
     tdl = _unlabeled_dl(learn, dl, n) if unlabeled else None
     had = learn.__dict__.get('_fast_inference')
     act,ni = getcallable(learn.loss_func, 'activation'),getattr(learn.dls, 'n_inp', 1)
@@ -81,7 +81,7 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
         def f():
             with no_bar(l): return _timed(lambda: l.get_preds(dl=d)[0])
         return f
-    extra = {k:other(l, l.dls.valid.new(shuffle=False, drop_last=False, bs=dl.bs, get_idxs=lambda: list(range(n)))) for k,l in (extra or {}).items()}
+    extra = {k:other(l, l.dls.valid.new(shuffle=False, drop_last=False, bs=dl.bs, n=n)) for k,l in (extra or {}).items()}
     configs = {'fastai get_preds, defaults': fastai_default,
                'fastai get_preds + to_fast_inference': fastai_fast,
                **({'fastai get_preds + to_fast_inference, unlabeled test_dl': functools.partial(fastai_fast, tdl)} if tdl is not None else {}),

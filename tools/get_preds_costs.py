@@ -1,0 +1,61 @@
+"""Where a cheap model's `get_preds` spends what a plain eval loop does not (session 34): on a zoo Learner set up as after training with
+fastperf (`_warm_learner`: `to_fastperf()`, a validation pass, `to_fast_inference()`), `learn.get_preds(dl=...)` over the validation set
+in the dataset's order, timestamped by hooks on the model (before and after each forward), interleaved with `plain_inference` over the
+same batches made ready beforehand with `to_fast_inference`'s features (the zoo's reference).
+  1. per call, medians over ROUNDS calls: before the first forward, between two forwards, after the last, and the forwards themselves
+  2. per call, each callback's loop-level events (`before_fit` ... `after_fit`; the batch events of fastperf's lean loop are not sent)
+Usage: python tools/get_preds_costs.py ROUNDS TASK...   (e.g. `python tools/get_preds_costs.py 60 tabular digits_cnn`; nothing else running)"""
+import sys, time, statistics, collections, warnings; warnings.filterwarnings('ignore')
+from fastai.callback.core import Callback
+from fastai.basics import getcallable
+from fastperf.all import *
+from fastperf.core import no_bar
+from fastperf.measure.zoo import ZOO, _warm_learner
+from fastperf.measure.reference import plain_inference
+
+def stamps(model):
+    "A list the model's forwards append ('pre'|'post', time) to"
+    ts = []
+    model.register_forward_pre_hook(lambda m,a: ts.append(('pre', time.perf_counter())))
+    model.register_forward_hook(lambda m,a,o: ts.append(('post', time.perf_counter())))
+    return ts
+
+def phases(ts, t0, t1):
+    pre,post = [t for k,t in ts if k=='pre'],[t for k,t in ts if k=='post']
+    gaps = [a-b for a,b in zip(pre[1:], post[:-1])]
+    return dict(before_first=pre[0]-t0, between_each=sum(gaps)/max(len(gaps), 1), after_last=t1-post[-1], forwards=sum(b-a for a,b in zip(pre, post)), total=t1-t0)
+
+def run(task, rounds):
+    w = _warm_learner(ZOO[task]())
+    vd = w.dls.valid
+    dl = vd.new(shuffle=False, drop_last=False)
+    batches = [cast_to_tensor(b) for b in dl]
+    act,ni = getcallable(w.loss_func, 'activation'),w.dls.n_inp
+    fi = next(c for c in w.cbs if isinstance(c, FastInference)) # the features the plain loop gets too: `to_fast_inference`'s
+    plain = lambda: plain_inference(w.model, batches, channels_last=fi.channels_last, precision=fi.precision, act=act, n_inp=ni)
+    ts = stamps(w.model)
+    per = collections.defaultdict(float)
+    orig = Callback.__call__
+    def timed(self, name):
+        t0 = time.perf_counter()
+        try: return orig(self, name)
+        finally: per[(type(self).__name__, name)] += time.perf_counter()-t0
+    res = {'get_preds': [], 'plain': []}
+    with no_bar(w):
+        for _ in range(3): w.get_preds(dl=dl); plain()
+        for r in range(rounds):
+            ts.clear(); Callback.__call__ = timed
+            try: t0 = time.perf_counter(); w.get_preds(dl=dl); t1 = time.perf_counter()
+            finally: Callback.__call__ = orig
+            res['get_preds'].append(phases(ts, t0, t1))
+            ts.clear(); t0 = time.perf_counter(); plain(); t1 = time.perf_counter()
+            res['plain'].append(phases(ts, t0, t1))
+    print(f"{task}: {len(dl)} batches of {dl.bs}, {len(dl.dataset)} items, {fi.precision}{' + channels-last' if fi.channels_last else ''}; medians of {rounds} interleaved calls, us")
+    for k,rows in res.items():
+        print(f"  {k:10s} " + ', '.join(f"{p} {statistics.median(r[p] for r in rows)*1e6:,.0f}" for p in rows[0]))
+    print("  callbacks' loop-level events in get_preds, us per call (the batch events are not sent in fastperf's lean loop):")
+    for (c,e),v in sorted(per.items(), key=lambda kv: -kv[1]): print(f"    {v/rounds*1e6:7.1f}  {c}.{e}")
+
+if __name__=='__main__':
+    if len(sys.argv)<3: sys.exit(__doc__)
+    for t in sys.argv[2:]: run(t, int(sys.argv[1]))
