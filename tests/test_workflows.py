@@ -86,6 +86,8 @@ def test_workflow(sessions, cfg):
     if cfg in ('amp', 'all'): # AutoMixedPrecision('bf16') on this CPU: a warning where bf16 is emulated, none where the CPU has it
         from fastperf.rules import cpu_has_bf16
         assert any('bf16 autocast is emulated' in w for w in res['warnings'])!=cpu_has_bf16(), res['warnings']
+        import torch
+        if not torch.cuda.is_available(): assert res['arch']==('resnet18' if cpu_has_bf16() else 'tiny'), res['arch'] # where bf16 is emulated, the tiny model (resnet18 took minutes there)
     print(cfg, {k:res[k] for k in res if k not in ('entry_points',)})
     if 'fit_cbs_learner_cbs' in res: # callbacks given to fit(cbs=...) leave the Learner's own callbacks as they were
         before,after = res['fit_cbs_learner_cbs']

@@ -16,6 +16,7 @@ from fastai.text.all import TextDataLoaders, text_classifier_learner, AWD_LSTM
 from fastai.tabular.all import TabularDataLoaders, tabular_learner, Categorify, FillMissing, Normalize as TabNormalize
 from fastai.callback.fp16 import MixedPrecision
 from fastperf.all import *
+from fastperf.rules import cpu_has_bf16
 import fastai.data.load as fdl
 
 CONFIGS = {
@@ -94,8 +95,11 @@ def image_session(cfg, data, work, res):
     dls = ImageDataLoaders.from_folder(data, train='train', valid='valid', bs=8, seed=0, num_workers=0,
                                        batch_tfms=[Flip(), Normalize.from_stats(*imagenet_stats)])
     n_valid,vocab = len(dls.valid_ds),list(dls.vocab)
-    arch = tiny_arch if cfg=='compile' else resnet18
-    if cfg=='compile': # the baseline for this arch: plain fastai, same seed, same schedule
+    # the tiny model for Compile, and for autocast bf16 on a CPU that emulates it (resnet18 there: minutes per session; CPUs with bf16 keep resnet18)
+    tiny = cfg=='compile' or ('AutoMixedPrecision' in names and (dls.device is None or dls.device.type=='cpu') and not cpu_has_bf16())
+    arch = tiny_arch if tiny else resnet18
+    res['arch'] = 'tiny' if tiny else 'resnet18'
+    if tiny: # the baseline for this arch: plain fastai, same seed, same schedule
         set_seed(0)
         lp = vision_learner(dls, arch, pretrained=False, metrics=accuracy, path=work)
         with lp.no_bar(), lp.no_logging(): lp.fit_one_cycle(5, 1e-2)
@@ -150,7 +154,7 @@ def image_session(cfg, data, work, res):
     assert torch.allclose(learn.get_preds()[0], p1, atol=1e-4), "load did not bring the saved weights back"
     if 'to_fastperf' in names: # a checkpoint with its optimizer state moves between fastperf's optimizer and fastai's Adam, both ways
         learn.save('with_opt', with_opt=True)
-        lf = vision_learner(dls, resnet18, pretrained=False, metrics=accuracy, path=work)
+        lf = vision_learner(dls, arch, pretrained=False, metrics=accuracy, path=work)
         lf.model_dir = work/'models'
         with warnings.catch_warnings():
             warnings.filterwarnings('error', message='Could not load the optimizer state') # fastai's warning when it cannot read it
@@ -158,7 +162,7 @@ def image_session(cfg, data, work, res):
         assert type(learn.opt).__name__=='TorchOptimizer' and type(lf.opt).__name__=='Optimizer', (type(learn.opt), type(lf.opt))
         same_opt_state(learn.opt, lf.opt, 'fastperf -> fastai')
         lf.save('from_fastai', with_opt=True)
-        lb = vision_learner(dls, resnet18, pretrained=False, metrics=accuracy, path=work).to_fastperf(verbose=False)
+        lb = vision_learner(dls, arch, pretrained=False, metrics=accuracy, path=work).to_fastperf(verbose=False)
         lb.model_dir = work/'models'
         with warnings.catch_warnings():
             warnings.filterwarnings('error', message='Could not load the optimizer state')
@@ -199,7 +203,7 @@ def image_session(cfg, data, work, res):
     learn.fit(1, 1e-3, cbs=MixUp())
     same_state(state, learn, 'GradientAccumulation/SaveModel/EarlyStopping/MixUp')
     # fastperf callbacks passed to fit(cbs=...) instead of the Learner: they run in the fit and leave with it
-    l3 = vision_learner(dls, resnet18, pretrained=False, metrics=accuracy, path=work)
+    l3 = vision_learner(dls, arch, pretrained=False, metrics=accuracy, path=work)
     s3,cbs = snapshot(l3),make_cbs(names)
     l3.fit_one_cycle(1, 1e-2, cbs=cbs)
     assert not any(any(c is cb for c in l3.cbs) for cb in cbs)
@@ -209,7 +213,7 @@ def image_session(cfg, data, work, res):
     same_state({k:v for k,v in s3.items() if k!='cbs'}, l3, 'fit(cbs=...)')
     # fastai's to_fp16()/to_bf16() next to fastperf's callbacks
     for conv in ('to_bf16', 'to_fp16'): # fastai's MixedPrecision is CUDA autocast: on this CPU it must at least not break anything
-        l4 = vision_learner(dls, resnet18, pretrained=False, metrics=accuracy, cbs=make_cbs(names), path=work)
+        l4 = vision_learner(dls, arch, pretrained=False, metrics=accuracy, cbs=make_cbs(names), path=work)
         getattr(l4, conv)()
         if 'to_fastperf' in names: l4.to_fastperf()
         s4 = snapshot(l4)
