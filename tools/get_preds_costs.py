@@ -4,6 +4,8 @@ in the dataset's order, timestamped by hooks on the model (before and after each
 same batches made ready beforehand with `to_fast_inference`'s features (the zoo's reference).
   1. per call, medians over ROUNDS calls: before the first forward, between two forwards, after the last, and the forwards themselves
   2. per call, each callback's loop-level events (`before_fit` ... `after_fit`; the batch events of fastperf's lean loop are not sent)
+Why not `fastperf.measure.inference.get_preds_breakdown`: its timestamping callbacks are callbacks the lean inference loop does not know,
+so they send the Learner back to fastai's loop; hooks on the model leave the loop a user gets after `to_fast_inference()` as it is.
 Usage: python tools/get_preds_costs.py ROUNDS TASK...   (e.g. `python tools/get_preds_costs.py 60 tabular digits_cnn`; nothing else running)"""
 import sys, time, statistics, collections, warnings; warnings.filterwarnings('ignore')
 from fastai.callback.core import Callback
