@@ -31,11 +31,11 @@ from fastprogress.fastprogress import progress_bar
 from .core import model_device, device_sync, RNGState, hook_to_device, loaders_of
 
 # %% auto #0
-__all__ = ['ITEM_CACHE_FRAC', 'STACK_MISSING', 'host_items', 'set_loader', 'loader_state', 'restore_loaders', 'tune_workers',
-           'TuneWorkers', 'CachedDataset', 'ram_cache', 'tensor_bytes', 'H2DBytes', 'h2d_bytes', 'ToUint8',
-           'uint8_batches', 'type_key', 'may_apply', 'LeanPipeline', 'hold_item_cache', 'release_item_caches',
-           'item_cache_bytes', 'set_item_makers', 'item_makers', 'is_lean', 'sliced_batches', 'lean_pipelines',
-           'unlean_pipelines']
+__all__ = ['ITEM_CACHE_FRAC', 'STACK_MISSING', 'TAB_CHUNK_BYTES', 'host_items', 'set_loader', 'loader_state', 'restore_loaders',
+           'tune_workers', 'TuneWorkers', 'CachedDataset', 'ram_cache', 'tensor_bytes', 'H2DBytes', 'h2d_bytes',
+           'ToUint8', 'uint8_batches', 'type_key', 'may_apply', 'LeanPipeline', 'hold_item_cache',
+           'release_item_caches', 'item_cache_bytes', 'set_item_makers', 'item_makers', 'is_lean', 'sliced_batches',
+           'lean_pipelines', 'unlean_pipelines']
 
 # %% ../nbs/10_pipeline.ipynb #53462670
 def _split_batch(learn, b):
@@ -944,6 +944,26 @@ def _tab_tensors(to)->tuple:
 
 def _tab_rows(t, cm, i): return t.index_select(1, i).t() if cm else t.index_select(0, i)
 
+TAB_CHUNK_BYTES = 2**20 # a lean tabular loader gathers the rows of whole batches up to this many bytes at once (at least one batch)
+
+def _tab_gather(t, cm, i, m:int, bs:int):
+    "Rows `i` of tabular tensor `t` (`_tab_tensors`), `m` batches of `bs`, in one gather: `m` blocks, block `b` what `_tab_rows` gathers for batch `b` (before its transpose), in the same memory layout"
+    if not cm: return t.index_select(0, i).view(m, bs, *t.shape[1:])
+    return torch.gather(t.unsqueeze(0).expand(m, *t.shape), 2, i.view(m, 1, bs).expand(m, t.shape[0], bs)) # (a contiguous columns x rows block per batch, in one pass)
+
+def _tab_batches(ts, idxs):
+    "What `_tab_rows` makes of tensors `ts` for each batch of indices in `idxs` (fastai's order): the full batches gathered `TAB_CHUNK_BYTES` at a time, each then a view of its chunk, so a gather's fixed cost is paid once a chunk rather than once a batch"
+    if not len(idxs): return
+    bs = len(idxs[0])
+    full = len(idxs) if len(idxs[-1])==bs else len(idxs)-1 # (only the last batch can be short)
+    k = max(1, TAB_CHUNK_BYTES//(bs*sum(t.element_size()*(t.shape[0] if cm else t[0].numel()) for t,cm in ts) or 1))
+    for j in range(0, full, k):
+        m = min(k, full-j)
+        if m==1: yield tuple([_tab_rows(t, cm, idxs[j]) for t,cm in ts]); continue
+        g = [_tab_gather(t, cm, torch.cat(idxs[j:j+m]), m, bs) for t,cm in ts]
+        for b in range(m): yield tuple([x[b].t() if cm else x[b] for x,(_,cm) in zip(g, ts)])
+    if full<len(idxs): yield tuple([_tab_rows(t, cm, idxs[-1]) for t,cm in ts])
+
 _TAB_SHARED = weakref.WeakKeyDictionary() # `TabularPandas` -> (its `DataFrame`, shape, `_tab_tensors`), made by a loader `lean_pipelines(cache=True)` set up (training's)
 
 def _tab_fresh(st, to)->bool: return st is not None and st[0] is to.items and st[1]==to.items.shape
@@ -955,11 +975,14 @@ def _shared_tab(to):
     return st if _tab_fresh(st, to) else None
 
 def _lean_tab_batches(self, samps):
-    "fastai's `DataLoader.create_batches` for a tabular loader, as `lean_pipelines` sets it: each batch gathers its rows from tensors made once per dataset, where fastai indexes the `DataFrame` per batch and converts the rows (the same tensors)"
+    "fastai's `DataLoader.create_batches` for a tabular loader, as `lean_pipelines` sets it: the batches' rows gathered from tensors made once per dataset (a shuffled loader's a chunk of batches at a time: `_tab_batches`), where fastai indexes the `DataFrame` per batch and converts the rows (the same tensors)"
     to,st = self.dataset,self.__dict__.get('_fp_tab')
     if not _tab_fresh(st, to): st = self._fp_tab = _shared_tab(to) or (to.items, to.items.shape, _tab_tensors(to))
     if self.__dict__.get('_fp_tab_share') and _shared_tab(to) is not st: _TAB_SHARED[to] = st # (again, where another loader's `unlean_pipelines` took them)
-    for i in _batch_idxs(self, samps): yield tuple([_tab_rows(t, cm, i) for t,cm in st[2]])
+    idxs = _batch_idxs(self, samps)
+    if self.shuffle: yield from _tab_batches(st[2], idxs) # (rows drawn at random: a chunk at a time)
+    else: # (rows in sequence, where a chunk measured no gain)
+        for i in idxs: yield tuple([_tab_rows(t, cm, i) for t,cm in st[2]])
 _lean_tab_batches.__name__ = 'create_batches' # pickled as `getattr(dl, 'create_batches')`: fastai's own method when loaded
 
 def _uniform_draw(w, n:int):

@@ -6,7 +6,7 @@ Docs: https://fastperf.github.io/fastperf/rules.html.md"""
 
 # %% ../nbs/01_rules.ipynb #7336162d
 from __future__ import annotations
-import os
+import os, functools
 import torch
 from torch import nn
 from .core import model_device
@@ -38,14 +38,19 @@ def conv_model(model:nn.Module)->bool:
     n = sum(p.numel() for p in ps)
     return n>0 and _conv_params(model)>=CONV_SHARE*n
 
-def cpu_has_bf16()->bool:
-    "Whether this CPU has native bf16 arithmetic (avx512_bf16 or AMX-BF16), which makes bf16 autocast fast on CPU"
+@functools.cache
+def _cpu_flags()->frozenset:
+    "The flags of this machine's CPU, read from /proc/cpuinfo once a process (empty where it cannot be read)"
     try:
         with open('/proc/cpuinfo') as f:
             for l in f:
-                if l.startswith('flags'): return bool({'avx512_bf16', 'amx_bf16'} & set(l.split(':',1)[1].split()))
+                if l.startswith('flags'): return frozenset(l.split(':',1)[1].split())
     except OSError: pass
-    return False
+    return frozenset()
+
+def cpu_has_bf16()->bool:
+    "Whether this CPU has native bf16 arithmetic (avx512_bf16 or AMX-BF16), which makes bf16 autocast fast on CPU"
+    return bool({'avx512_bf16', 'amx_bf16'} & _cpu_flags())
 
 # %% ../nbs/01_rules.ipynb #8938c3cd
 def precision_rule(dev:torch.device, conv:bool)->str:

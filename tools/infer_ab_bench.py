@@ -8,10 +8,14 @@
   types:  stacked batches typed without fastai's `retain_types` (`_Stack.types`), the item cache's `fresh` from two lists and `on_model_device`
           reading devices without `__torch_function__`, against the code before them (session 31)
   sliced: the lean loop's batches sliced from a channels-last copy of the stack (`sliced_batches`) against gathered ones (session 31)
+  tabchunk: a loader in order (`get_preds`') gathering its rows a chunk of batches at a time, as a shuffled tabular loader does (`_tab_batches`),
+          against fastperf's gather per batch for it (session 35)
+  cpuflags: the CPU's flags read once a process (`cpu_has_bf16`, which `AutoMixedPrecision.before_fit` asks every loop) against a read of
+          /proc/cpuinfo each time (session 35)
   null:   no shortcut, the same code on both sides: what the harness reads where nothing differs (session 32, 21 rounds each:
           tabular `get_preds` 0.996x [0.930-1.066], `predict` 1.023x [0.927-1.130], digits CNN `get_preds` 1.013x [0.960-1.070];
           an A/B whose change never ran in `predict` read 1.058x [1.000-1.119]: a gain of a few percent needs repeating)
-Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types,sliced,null} ROUNDS TASK... [--call preds|input|predict]
+Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types,sliced,tabchunk,cpuflags,null} ROUNDS TASK... [--call preds|input|predict]
   --call: what each round calls 10 times: `get_preds` (default), `get_preds(with_input=True)`, or `predict` of the first validation item (session 29)"""
 import sys, time, warnings; warnings.filterwarnings('ignore')
 import torch
@@ -54,6 +58,19 @@ def old_on_model_device(b, model): # (before session 31: devices read through `_
 import contextlib
 sliced_batches = finf.sliced_batches
 def no_slices(dl, n_cl=0): return contextlib.nullcontext()
+lean_tab_batches = fpp._lean_tab_batches
+def chunked_tab_batches(self, samps): # every tabular loader's rows a chunk at a time, as a shuffled loader's
+    to,st = self.dataset,self.__dict__.get('_fp_tab')
+    if not fpp._tab_fresh(st, to): st = self._fp_tab = fpp._shared_tab(to) or (to.items, to.items.shape, fpp._tab_tensors(to))
+    yield from fpp._tab_batches(st[2], fpp._batch_idxs(self, samps))
+chunked_tab_batches.__name__ = 'create_batches'
+import fastperf.precision as fprec
+cpu_has_bf16 = fprec.cpu_has_bf16
+def read_cpu_has_bf16(): # (before session 35: /proc/cpuinfo read at each call)
+    with open('/proc/cpuinfo') as f:
+        for l in f:
+            if l.startswith('flags'): return bool({'avx512_bf16', 'amx_bf16'} & set(l.split(':',1)[1].split()))
+    return False
 for name in args[2:]:
     w = _warm_learner(ZOO[name]()); d = w.dls.valid.new(shuffle=False, drop_last=False)
     fi = w.fast_inference
@@ -65,6 +82,8 @@ for name in args[2:]:
             for m in (fc, fpp, fim): m.loaders_of = loaders_of if on else old_loaders_of
             finf.lean_iter = lean_iter if on else old_lean_iter
         elif what=='sliced': finf.sliced_batches = sliced_batches if on else no_slices
+        elif what=='tabchunk': fpp._lean_tab_batches = chunked_tab_batches if on else lean_tab_batches # (looked up when a loop makes its loader lean)
+        elif what=='cpuflags': fprec.cpu_has_bf16 = cpu_has_bf16 if on else read_cpu_has_bf16
         elif what=='null': pass
         elif what=='types':
             fpp._Stack.batch,fpp._ItemCache.fresh = (stack_batch,fresh) if on else (old_stack_batch,old_fresh)

@@ -1,13 +1,14 @@
 """What each of fastperf's per-batch shortcuts is worth, side by side: zoo tasks trained with `to_fastperf()`, and with one of its
-shortcuts taken away again (the lean loop: `fast_with_events`, `fast_do_one_batch`, `fast_one_batch`, `lean_record`, `lean_train_iter`; the stacked batches), against
-the plain loop, in interleaved rounds. Usage: python tools/lean_loop_bench.py [--tasks tabular digits_cnn] [--rounds 7]"""
+shortcuts taken away again (the lean loop: `fast_with_events`, `fast_do_one_batch`, `fast_one_batch`, `lean_record`, `lean_train_iter`; the stacked batches;
+a tabular loader's rows gathered per chunk of batches, session 35), against the plain loop, in interleaved rounds. Usage: python tools/lean_loop_bench.py [--tasks tabular digits_cnn] [--rounds 7]"""
 import argparse, statistics, warnings
 warnings.filterwarnings('ignore')
 from fastperf.measure.zoo import ZOO, _plain_loop
 from fastperf.measure.parity import learner_features
 from fastperf.measure.clock import measure_fit, interleave, ratio_interval
 from fastperf.core import no_bar, unset_learner_method, fast_with_events, fast_do_one_batch, fast_one_batch, lean_record, lean_train_iter
-from fastperf.pipeline import _lean_batches
+import types
+from fastperf.pipeline import _lean_batches, _lean_tab_batches, _tab_rows, _tab_fresh, _shared_tab, _tab_tensors, _batch_idxs
 import fastperf.recommend # noqa: F401 (Learner.to_fastperf)
 
 def no_lean_loop(l):
@@ -23,6 +24,18 @@ def no_stack(l):
         if getattr(dl.__dict__.get('create_batches'), '__func__', None) is _lean_batches: del dl.__dict__['create_batches']
     return l
 
+def _tab_per_batch(self, samps):
+    "`_lean_tab_batches` as it was before session 35: one gather per tensor per batch"
+    to,st = self.dataset,self.__dict__.get('_fp_tab')
+    if not _tab_fresh(st, to): st = self._fp_tab = _shared_tab(to) or (to.items, to.items.shape, _tab_tensors(to))
+    for i in _batch_idxs(self, samps): yield tuple([_tab_rows(t, cm, i) for t,cm in st[2]])
+
+def no_chunks(l):
+    "`l` with its tabular loaders' rows gathered batch by batch (the rest of `to_fastperf()` kept)"
+    for dl in l.dls.loaders:
+        if getattr(dl.__dict__.get('create_batches'), '__func__', None) is _lean_tab_batches: dl.create_batches = types.MethodType(_tab_per_batch, dl)
+    return l
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--tasks', nargs='+', default=['tabular', 'digits_cnn']); p.add_argument('--rounds', type=int, default=7)
@@ -33,6 +46,8 @@ def main():
         ls = {'to_fastperf()': fp(), 'without the lean loop': no_lean_loop(fp())}
         if any(getattr(dl.__dict__.get('create_batches'), '__func__', None) is _lean_batches for dl in ls['to_fastperf()'].dls.loaders):
             ls['without stacked batches'] = no_stack(fp())
+        if any(getattr(dl.__dict__.get('create_batches'), '__func__', None) is _lean_tab_batches for dl in ls['to_fastperf()'].dls.loaders):
+            ls['tabular rows per batch'] = no_chunks(fp())
         pl = _plain_loop(task, task.make(), learner_features(ls['to_fastperf()']), task.warmup+task.steps, 0)
         def fit(l):
             def f(r):
