@@ -951,12 +951,12 @@ def _tab_gather(t, cm, i, m:int, bs:int):
     if not cm: return t.index_select(0, i).view(m, bs, *t.shape[1:])
     return torch.gather(t.unsqueeze(0).expand(m, *t.shape), 2, i.view(m, 1, bs).expand(m, t.shape[0], bs)) # (a contiguous columns x rows block per batch, in one pass)
 
-def _tab_batches(ts, idxs):
-    "What `_tab_rows` makes of tensors `ts` for each batch of indices in `idxs` (fastai's order): the full batches gathered `TAB_CHUNK_BYTES` at a time, each then a view of its chunk, so a gather's fixed cost is paid once a chunk rather than once a batch"
+def _tab_batches(ts, idxs, chunks:bool=True):
+    "What `_tab_rows` makes of tensors `ts` for each batch of indices in `idxs` (fastai's order): with `chunks`, the full batches gathered `TAB_CHUNK_BYTES` at a time, each then a view of its chunk, so a gather's fixed cost is paid once a chunk rather than once a batch; without, one gather per batch"
     if not len(idxs): return
     bs = len(idxs[0])
     full = len(idxs) if len(idxs[-1])==bs else len(idxs)-1 # (only the last batch can be short)
-    k = max(1, TAB_CHUNK_BYTES//(bs*sum(t.element_size()*(t.shape[0] if cm else t[0].numel()) for t,cm in ts) or 1))
+    k = max(1, TAB_CHUNK_BYTES//(bs*sum(t.element_size()*(t.shape[0] if cm else t[0].numel()) for t,cm in ts) or 1)) if chunks else 1
     for j in range(0, full, k):
         m = min(k, full-j)
         if m==1: yield tuple([_tab_rows(t, cm, idxs[j]) for t,cm in ts]); continue
@@ -979,10 +979,7 @@ def _lean_tab_batches(self, samps):
     to,st = self.dataset,self.__dict__.get('_fp_tab')
     if not _tab_fresh(st, to): st = self._fp_tab = _shared_tab(to) or (to.items, to.items.shape, _tab_tensors(to))
     if self.__dict__.get('_fp_tab_share') and _shared_tab(to) is not st: _TAB_SHARED[to] = st # (again, where another loader's `unlean_pipelines` took them)
-    idxs = _batch_idxs(self, samps)
-    if self.shuffle: yield from _tab_batches(st[2], idxs) # (rows drawn at random: a chunk at a time)
-    else: # (rows in sequence, where a chunk measured no gain)
-        for i in idxs: yield tuple([_tab_rows(t, cm, i) for t,cm in st[2]])
+    yield from _tab_batches(st[2], _batch_idxs(self, samps), chunks=self.shuffle) # (chunks for rows drawn at random; rows in sequence, where chunks measured no gain, a gather per batch)
 _lean_tab_batches.__name__ = 'create_batches' # pickled as `getattr(dl, 'create_batches')`: fastai's own method when loaded
 
 def _uniform_draw(w, n:int):
