@@ -389,6 +389,7 @@ LEAN_LOOP_CHECKED = {'Learner.__call__': '4ef387e1932cfd6e', 'Learner._with_even
                      'Learner._do_grad_opt': 'bf78402b51bd6213', 'Callback.__call__': '2a86b41d6529d9cd'} # digests of fastai 2.8.12's source
 
 _CHECKED_CLASSES = dict(Callback=Callback, Learner=Learner, Recorder=Recorder, AvgSmoothLoss=AvgSmoothLoss, TrainEvalCallback=TrainEvalCallback, BaseLoss=BaseLoss, GatherPredsCallback=GatherPredsCallback)
+_CHECKED_LATER = dict(LMDataLoader='fastai.text.data') # classes of modules fastperf does not import itself: checked where a user's code has imported them
 
 @functools.cache
 def _source_digest(f)->str|None:
@@ -399,7 +400,8 @@ def _source_digest(f)->str|None:
 def _fastai_digest(qual:str)->str|None:
     "The digest of fastai's `qual` ('Learner._with_events') as its class holds it now: a method patched in since is another function, with its own digest"
     cls,name = qual.split('.')
-    return _source_digest(_CHECKED_CLASSES[cls].__dict__.get(name))
+    c = _CHECKED_CLASSES.get(cls) or getattr(sys.modules.get(_CHECKED_LATER.get(cls, '')), cls, None)
+    return None if c is None else _source_digest(c.__dict__.get(name))
 
 def fastai_code_checked(*quals)->bool:
     "Whether the source of each of fastai's `quals` ('Learner.one_batch') is the code fastperf's stand-ins were copied from (its digest in `LEAN_LOOP_CHECKED`)"
@@ -606,8 +608,10 @@ def hook_to_device(hook, # `hook(to_device, b, device, non_blocking)`, run for e
 # %% ../nbs/00_core.ipynb #271ef5f1
 from fastai.data.load import DataLoader, _FakeLoader
 import fastai.data.load as _fdl
+from fastai.torch_core import Chunks
+from fastcore.xtras import ReindexCollection
 LEAN_LOOP_CHECKED.update({'DataLoader.__iter__': '50c3a8fe63d48e45', '_FakeLoader.__iter__': 'e1a63a9b9cd5feab'})
-_CHECKED_CLASSES.update(DataLoader=DataLoader, _FakeLoader=_FakeLoader)
+_CHECKED_CLASSES.update(DataLoader=DataLoader, _FakeLoader=_FakeLoader, Chunks=Chunks, ReindexCollection=ReindexCollection) # (`Chunks`, `ReindexCollection`: a language model loader's, `pipeline`)
 
 def lean_iter_ok(dl)->bool:
     "Whether `lean_iter` may iterate `dl`: a fastai `DataLoader` with fastai's own `__iter__` and `_FakeLoader` (in the code checked), no workers, no pinned memory and no timeout"

@@ -612,23 +612,28 @@ def _make_item(tls, s, mk=None):
     if mk is None: return tuple([tl.tfms(_row(tl.items, s)) for tl in tls])
     return tuple([(tl.tfms if f is None else f)(_row(tl.items, s)) for tl,f in zip(tls, mk)])
 
+def _plain_ds(ds)->bool:
+    "Whether `ds` is fastai's own `Datasets` of `TfmdLists` over lists or `DataFrame`s, whose items `_ds_item` makes"
+    return type(ds) is Datasets and all(type(tl) is TfmdLists and type(tl.items) in (list, pd.DataFrame) and '_after_item' not in tl.__dict__ for tl in ds.tls)
+
+def _ds_item(ds, s:int, mk=None):
+    "`ds[s]` for a `_plain_ds` dataset `ds` and an `int` `s`: each list's item transformed directly (by `mk`'s functions where given: `set_item_makers`), what `Datasets.__getitem__` and `TfmdLists.__getitem__` return without an `L` made per item and list; from the dataset's item cache where one is held"
+    tls = ds.tls
+    c = _ITEM_CACHES.get(ds) if _ITEM_CACHES else None
+    if c is None or get_worker_info() is not None: return _make_item(tls, s, mk) # (a worker process's cache would die with it)
+    sig = _sig(tls, mk)
+    if sig!=c.sig: c.reset(sig, tls)
+    o = c.get(s) if c.ok else None
+    if o is None:
+        o = _make_item(tls, s, mk)
+        c.put(s, o, functools.partial(_make_item, tls, s, mk))
+    return o
+
 def _lean_create_item(self, s):
-    "fastai's `DataLoader.create_item`, as `lean_pipelines` sets it on a loader: an `int` index into fastai's own `Datasets` of `TfmdLists` over lists takes each list's item and transforms it directly, what `Datasets.__getitem__` and `TfmdLists.__getitem__` return without an `L` made per item and list; from the dataset's item cache where it holds one"
+    "fastai's `DataLoader.create_item`, as `lean_pipelines` sets it on a loader: an `int` index into fastai's own `Datasets` of `TfmdLists` over lists is made by `_ds_item` (from the dataset's item cache where it holds one)"
     ds = self.dataset # the loader's dataset when it is called: one set after `lean_pipelines` is checked too
-    if (type(s) is int or isinstance(s, np.integer)) and type(ds) is Datasets and self.indexed: # (fastai's `SortedDL` hands out NumPy's integers)
-        s = int(s) # (the same item, one key in the cache)
-        tls = ds.tls
-        if all(type(tl) is TfmdLists and type(tl.items) in (list, pd.DataFrame) and '_after_item' not in tl.__dict__ for tl in tls):
-            c = _ITEM_CACHES.get(ds) if _ITEM_CACHES else None
-            mk = _ITEM_MAKERS.get(self) if _ITEM_MAKERS else None
-            if c is None or get_worker_info() is not None: return _make_item(tls, s, mk) # (a worker process's cache would die with it)
-            sig = _sig(tls, mk)
-            if sig!=c.sig: c.reset(sig, tls)
-            o = c.get(s) if c.ok else None
-            if o is None:
-                o = _make_item(tls, s, mk)
-                c.put(s, o, functools.partial(_make_item, tls, s, mk))
-            return o
+    if (type(s) is int or isinstance(s, np.integer)) and self.indexed and _plain_ds(ds): # (fastai's `SortedDL` hands out NumPy's integers)
+        return _ds_item(ds, int(s), _ITEM_MAKERS.get(self) if _ITEM_MAKERS else None) # (`int`: the same item, one key in the cache)
     return type(self).create_item(self, s)
 _lean_create_item.__name__ = 'create_item' # a lean loader pickles it as `getattr(dl, 'create_item')`: fastai's own method when loaded, fastperf or not
 
@@ -1045,6 +1050,9 @@ def lean_pipelines(dls, # `DataLoaders` (or one `DataLoader`) whose pipelines ge
             if cache: hold_item_cache(dl.dataset, dl)
             if _lean_batch_ok(dl) and 'create_batches' not in dl.__dict__: dl.create_batches = MethodType(_lean_batches, dl); done.append((dl,'batches'))
             elif _lean_pad_ok(dl) and 'create_batches' not in dl.__dict__: dl.create_batches = MethodType(_lean_pad_batches, dl); done.append((dl,'batches'))
+        elif _lean_lm_ok(dl) and 'create_batches' not in dl.__dict__: # (a language model's loader makes its items its own way: its documents come from the item cache)
+            if cache: hold_item_cache(dl.dataset, dl); done.append((dl,'create_item')) # (`unlean_pipelines` lets go of the cache for that entry)
+            dl.create_batches = MethodType(_lean_lm_batches, dl); done.append((dl,'lm'))
         if _lean_tab_ok(dl): done.append(_lean_tab(dl, cache))
     return done
 
@@ -1054,8 +1062,8 @@ def unlean_pipelines(dls, # `DataLoaders` (or one `DataLoader`), or the list `le
     if not isinstance(dls, list): _check_dls(dls, 'unlean_pipelines')
     for o,nm,*old in reversed(dls if isinstance(dls, list) else [*_pipelines(dls), *((dl,'create_item') for dl in _loaders(dls)),
                                                        *((dl,'tabular',None) for dl in _loaders(dls)), *((dl,'batches') for dl in _loaders(dls))]):
-        if nm=='batches':
-            if getattr(o.__dict__.get('create_batches'), '__func__', None) in (_lean_batches, _lean_pad_batches): del o.__dict__['create_batches']
+        if nm in ('batches','lm'):
+            if getattr(o.__dict__.get('create_batches'), '__func__', None) in (_lean_batches, _lean_pad_batches, _lean_lm_batches): del o.__dict__['create_batches']
             continue
         if nm=='tabular':
             if getattr(o.__dict__.get('create_batches'), '__func__', None) is _lean_tab_batches:
@@ -1076,3 +1084,53 @@ def _unread(p):
     fs = [t for t in p.fs]
     if fs and type(fs[-1]) is _read_tab_tensors(): r = object.__new__(_tabular().ReadTabBatch); r.__dict__.update(fs[-1].__dict__); fs[-1] = r
     return Pipeline(fs, split_idx=p.split_idx)
+
+# %% ../nbs/10_pipeline.ipynb #a1b2c3d4e5f60718
+def _lm_mod():
+    "fastai's text data module, where it has been imported (no loader can be an `LMDataLoader` otherwise)"
+    return sys.modules.get('fastai.text.data')
+
+_LM_CHECKED = {'LMDataLoader.create_item': '1158d88c34d87c7f', 'LMDataLoader.shuffle_fn': 'b7944f4e1f1f96d7', 'LMDataLoader.make_chunks': 'b354987d611b75e9',
+               'Chunks.__getitem__': 'e8df0f93a0d353fb', 'Chunks.getslice': '284483a9a6557023', 'Chunks.doc_idx': 'efeb6c2dac3aa84c',
+               'ReindexCollection.__getitem__': '8bfa2a237fb79292', 'ReindexCollection._get': '95127c79cbf8b315'} # digests of fastai 2.8.12's (and fastcore's) source
+LEAN_LOOP_CHECKED.update(_LM_CHECKED)
+
+def _lean_lm_ok(dl)->bool:
+    "Whether `dl` is fastai's own `LMDataLoader` making its batches with fastai's code (the code checked, none of its methods the loader's own attribute), a batch size, nothing in `before_batch`, its items a `ReindexCollection` of its dataset taking each item's first element, a fastai `Datasets` `_ds_item` makes: so its batches may be gathered from its corpus (`_lean_lm_batches`)"
+    m = _lm_mod()
+    if m is None or type(dl) is not m.LMDataLoader: return False
+    ms = ('create_batches','do_item','do_batch','create_batch','retain','chunkify')
+    its,ch = dl.__dict__.get('items'),dl.__dict__.get('chunks')
+    return (bool(dl.bs) and dl.indexed and not dl.prebatched and not len(getattr(dl.before_batch, 'fs', [0])) and _plain_ds(dl.dataset)
+            and not any(k in dl.__dict__ for k in (*ms[1:], 'create_item', 'shuffle_fn', 'make_chunks'))
+            and all(getattr(m.LMDataLoader, k) is getattr(_FaDataLoader, k) for k in ms)
+            and type(its) is m.ReindexCollection and its.coll is dl.dataset and its.tfm is m._maybe_first and type(ch) is m.Chunks and ch.chunks is its
+            and fastai_code_checked('DataLoader.create_batches', 'DataLoader.do_batch', 'DataLoader.create_batch', *_LM_CHECKED))
+
+def _lm_stream(dl):
+    "The corpus of `LMDataLoader` `dl` in its documents' order now (`dl.items.idxs`, which fastai's `shuffle_fn` shuffles at each pass) as one plain tensor, each document as its dataset makes it (`_ds_item`: from the item cache) and its first element taken, as `dl.items` gives it; None where the documents are not 1-D tensors of one dtype, or their lengths are not those `dl.chunks` counts"
+    ds,its = dl.dataset,dl.items
+    docs = [its.tfm(_ds_item(ds, int(j))) for j in its.idxs]
+    with _no_tf():
+        if not docs or not all(isinstance(d, torch.Tensor) and d.ndim==1 and d.dtype==docs[0].dtype for d in docs): return None
+        if [d.shape[0] for d in docs]!=[int(n) for n in dl.chunks.lens]: return None
+        return torch.cat(docs)
+
+def _lean_lm_batches(self, samps):
+    "fastai's `DataLoader.create_batches` for a loader `_lean_lm_ok` passed (fastai's `LMDataLoader`), as `lean_pipelines` sets it: the corpus made once a pass in the documents' order (`_lm_stream`), each batch's inputs and targets then gathered from it, one gather each, where fastai slices each sequence out of the documents (`Chunks`, made anew from the dataset as its cache of two documents forgets them) and stacks them; the same batches, types from an item fastai's `create_item` makes once a pass. A batch of sequences of two lengths, fastai's `do_batch`; a pass where the loader no longer passes `_lean_lm_ok`, in a worker process, with an index past the end, or over a corpus whose tokens (twice over, as int64) would take more than the item caches' share of the memory available (`ITEM_CACHE_FRAC`), fastai's own"
+    if not _lean_lm_ok(self) or get_worker_info() is not None: yield from _FaDataLoader.create_batches(self, samps); return
+    if self.dataset is not None: self.it = iter(self.dataset)
+    samps = [int(s) for s in samps]
+    bs,sl,nb,n = self.bs,self.seq_len,self.n_batches,self.n
+    fits = 16*int(self.chunks.totlen)<=ITEM_CACHE_FRAC*_avail_bytes() # (the documents and their concatenation, as int64, within the item caches' share of memory)
+    st = _lm_stream(self) if samps and fits and all(0<=s<n for s in samps) else None # (an index past the end: fastai's `IndexError`)
+    if st is None: yield from _FaDataLoader.create_batches(self, samps); return
+    proto = self.create_item(samps[0])
+    for b in self.chunkify(samps):
+        b = list(b)
+        ls = {self.last_len if s//bs==nb-1 else sl for s in b}
+        if len(ls)!=1: yield self.do_batch([o for o in map(self.do_item, b) if o is not None]); continue # (sequences of two lengths: fastai's collation, and its error)
+        i = torch.tensor([(s%bs)*self.bl + (s//bs)*sl for s in b])[:,None] + torch.arange(ls.pop()) # (the positions of the inputs `create_item` slices)
+        with _no_tf(): x,y = st[i],st[i+1] # (inputs, and targets one token on: `txt[:-1]`, `txt[1:]`)
+        yield self.retain((x, y), [proto])
+_lean_lm_batches.__name__ = 'create_batches' # pickled as `getattr(dl, 'create_batches')`: fastai's own method when loaded

@@ -187,6 +187,7 @@ def to_fastperf(self:Learner,
                               + ("; tabular batches gathered from tensors made once, not indexed out of the DataFrame per batch" if any(d[1]=='tabular' for d in done) else "")
                               + ("; what each dataset makes of an item kept in RAM where it is the same every time (the item cache, up to a quarter of free memory)" if any(d[1]=='create_item' for d in done) else "")
                               + ("; batches gathered from those items stacked where the item transforms make the same every epoch" if any(d[1]=='batches' for d in done) else "")
+                              + ("; a language model's sequences gathered from its corpus, made once a pass from those items, not sliced out of the documents one by one" if any(d[1]=='lm' for d in done) else "")
                               + " (the same batches)")
         else: lines.append("kept   DataLoader pipelines: already lean")
     if images:

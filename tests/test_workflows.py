@@ -8,7 +8,8 @@ EarlyStoppingCallback, MixUp, callbacks passed to fit(cbs=...), and fastai's to_
 The script asserts what the user sees and that global state (cudnn flags, matmul precision, autocast, grad mode, fastai's
 to_device, hooks, the model's memory format where restore is asked) is as it was; the tests here compare accuracy with plain
 fastai. A tabular Learner on a small frame gets every callback and to_fastperf() too, and segmentation, multi-label, keypoint and
-text Learners get to_fastperf() and to_fast_inference(). Two processes run side by side."""
+text Learners get to_fastperf() and to_fast_inference(); a language model and a collaborative filtering model get to_fastperf(),
+against fastai's defaults. Two processes run side by side."""
 import json, os, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,7 +18,7 @@ from PIL import Image
 
 ROOT = Path(__file__).resolve().parent
 SCRIPT = ROOT/'workflow_script.py'
-CONFIGS = ['plain', 'all', 'to_fastperf', 'cast', 'channelslast', 'cudnn', 'amp', 'timer', 'syncdebug', 'profiler', 'compile', 'nosync', 'tabular', 'tasks']
+CONFIGS = ['plain', 'all', 'to_fastperf', 'cast', 'channelslast', 'cudnn', 'amp', 'timer', 'syncdebug', 'profiler', 'compile', 'nosync', 'tabular', 'tasks', 'lm_collab']
 # FASTPERF_WORKFLOWS=plain,tasks runs only those sessions (tools/gpu_check.sh's CPU mode); the tests of the others skip
 RUN = [c for c in CONFIGS if c in os.environ['FASTPERF_WORKFLOWS'].split(',')] if os.environ.get('FASTPERF_WORKFLOWS') else CONFIGS
 XFAIL = {} # config -> reason, for bugs in modules this suite's authors do not own (none open now)
@@ -70,7 +71,7 @@ def test_plain_fastai_learns(sessions):
     res = _ok(sessions, 'plain')
     assert res['accuracy']>=0.9, res
 
-@pytest.mark.parametrize('cfg', [c for c in CONFIGS if c not in ('plain', 'tasks')])
+@pytest.mark.parametrize('cfg', [c for c in CONFIGS if c not in ('plain', 'tasks', 'lm_collab')])
 def test_workflow(sessions, cfg):
     "Every entry point works with this configuration, state is restored, and accuracy is plain fastai's within noise"
     if cfg in XFAIL: pytest.xfail(XFAIL[cfg])
@@ -102,6 +103,13 @@ def test_tasks(sessions):
     types = {t:r['pred_types'][0] for t,r in res['tasks'].items()}
     assert types==dict(segmentation='TensorMask', multilabel='MultiCategory', keypoints='TensorPoint', text='Category'), types
     print(res['tasks'])
+
+def test_lm_collab(sessions):
+    "A language model and a collaborative filtering model with to_fastperf(): the losses, predictions and generated text of fastai's defaults from the same seed (the script compares them)"
+    res = _ok(sessions, 'lm_collab')
+    assert len(res['entry_points'])==11, res['entry_points']
+    assert res['lm']['text'].startswith('w1 w2') and len(res['lm']['text'].split())==7, res['lm']['text']
+    assert len(res['collab']['test'])==5, res['collab']
 
 @pytest.mark.parametrize('cfg', ['cast', 'all'])
 def test_fit_cbs_cast_keeps_learner_callbacks(sessions, cfg):

@@ -12,7 +12,8 @@ from pathlib import Path
 import torch, numpy as np, pandas as pd
 from torch import nn
 from fastai.vision.all import *
-from fastai.text.all import TextDataLoaders, text_classifier_learner, AWD_LSTM
+from fastai.text.all import TextDataLoaders, text_classifier_learner, AWD_LSTM, language_model_learner, awd_lstm_lm_config, BaseTokenizer
+from fastai.collab import CollabDataLoaders, collab_learner
 from fastai.tabular.all import TabularDataLoaders, tabular_learner, Categorify, FillMissing, Normalize as TabNormalize
 from fastai.callback.fp16 import MixedPrecision
 from fastperf.all import *
@@ -34,6 +35,7 @@ CONFIGS = {
     'to_fastperf': ['to_fastperf'],
     'tabular': ['CastToTensor', 'ChannelsLast', 'CudnnBenchmark', 'AutoMixedPrecision', 'ThroughputTimer', 'SyncDebug', 'Profiler', 'NoSyncLoss', 'to_fastperf'],
     'tasks': ['ThroughputTimer', 'NoSyncLoss', 'to_fastperf'], # segmentation, multi-label, keypoints and text, with to_fast_inference
+    'lm_collab': ['to_fastperf'], # a language model (fastai's LMDataLoader) and collaborative filtering, against fastai's defaults
 }
 
 def make_cbs(names):
@@ -338,6 +340,56 @@ def tabular_session(cfg, work, res):
     res['accuracy'] = run(make_cbs(names), 'to_fastperf' in names)
     res['entry_points'] = ['fit_one_cycle', 'several fits', 'validate', 'get_preds', 'predict', 'show_results', 'export/load_learner+predict']
 
+def lm_collab_session(cfg, work, res):
+    "A language model (ULMFiT's first step: `language_model_learner`, fastai's `LMDataLoader`) and a collaborative filtering model (`collab_learner`), each with fastai's defaults and with `to_fastperf()` from the same seed: the same losses, predictions and generated text at every entry point"
+    rng = np.random.default_rng(0)
+    words = [f'w{i}' for i in range(50)]
+    docs = pd.DataFrame(dict(text=[' '.join(rng.choice(words, rng.integers(10, 40))) for _ in range(200)]))
+    # each run its own loaders: a language model's loader shuffles its documents' order of the pass before, so one loader shared would give the second run other batches
+    def lm_dls(): return TextDataLoaders.from_df(docs, text_col='text', is_lm=True, tok_tfm=BaseTokenizer(), valid_pct=0.2, seed=0, bs=8, seq_len=16, num_workers=0, path=work)
+    u,i = rng.integers(0, 60, 3000),rng.integers(0, 40, 3000)
+    ratings = pd.DataFrame(dict(user=u, item=i, rating=((u*7+i*3)%5+1).astype(np.float32)))
+    def cf_dls(): return CollabDataLoaders.from_df(ratings, bs=64, valid_pct=0.2, seed=0, num_workers=0, path=work)
+    def lm(to_fp):
+        set_seed(0)
+        learn = language_model_learner(lm_dls(), AWD_LSTM, pretrained=False, config={**awd_lstm_lm_config, 'emb_sz':32, 'n_hid':64, 'n_layers':2}, metrics=accuracy, path=work)
+        if to_fp: learn.to_fastperf()
+        state = snapshot(learn)
+        set_seed(1); learn.fine_tune(1, 1e-2)
+        same_state(state, learn, 'lm fine_tune')
+        learn.lr_find(num_it=5, show_plot=False)
+        out = dict(losses=[float(x) for x in learn.recorder.losses], valid=[float(x) for x in learn.validate()])
+        set_seed(2); out['text'] = learn.predict('w1 w2', n_words=5)
+        learn.save_encoder('enc') # (ULMFiT's next step loads it into a classifier)
+        learn.export(work/'lm.pkl'); l2 = load_learner(work/'lm.pkl')
+        set_seed(2); out['text_loaded'] = l2.predict('w1 w2', n_words=5)
+        same_state(state, learn, 'lm predict/export')
+        if to_fp: learn.undo_fastperf(); assert 'create_batches' not in learn.dls.train.__dict__, 'undo_fastperf left the lean batches on'
+        return out
+    def cf(to_fp):
+        set_seed(0)
+        learn = collab_learner(cf_dls(), n_factors=8, y_range=(0.5, 5.5), path=work)
+        if to_fp: learn.to_fastperf()
+        state = snapshot(learn)
+        set_seed(1); learn.fit_one_cycle(2, 5e-3)
+        same_state(state, learn, 'collab fit')
+        tdl = learn.dls.test_dl(ratings.iloc[:5])
+        out = dict(losses=[float(x) for x in learn.recorder.losses], valid=[float(x) for x in learn.validate()], preds=learn.get_preds()[0][:5].tolist(),
+                   test=learn.get_preds(dl=tdl)[0].tolist())
+        learn.export(work/'cf.pkl'); l2 = load_learner(work/'cf.pkl')
+        out['test_loaded'] = l2.get_preds(dl=l2.dls.test_dl(ratings.iloc[:5]))[0].tolist()
+        same_state(state, learn, 'collab predict/export')
+        return out
+    def close(a, b, tol=1e-5): return all(abs(x-y)<=tol for x,y in zip(np.ravel(a), np.ravel(b))) and np.size(a)==np.size(b)
+    for name,run in (('lm', lm), ('collab', cf)):
+        fa,fp = run(False),run(True)
+        for k in fa:
+            ok = fa[k]==fp[k] if isinstance(fa[k], str) else close(fa[k], fp[k])
+            assert ok, (name, k, fa[k], fp[k])
+        res[name] = fp
+    res['entry_points'] = ['lm: fine_tune', 'lm: lr_find', 'lm: validate', 'lm: predict (generation)', 'lm: save_encoder', 'lm: export/load_learner+predict',
+                           'collab: fit_one_cycle', 'collab: validate', 'collab: get_preds', 'collab: test_dl get_preds', 'collab: export/load_learner+get_preds']
+
 def main(cfg, data, work):
     data,work = Path(data),Path(work)
     torch.set_num_threads(1) # the suite runs two sessions side by side on a 2-core machine
@@ -346,16 +398,16 @@ def main(cfg, data, work):
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter('always')
         learn = (tabular_session(cfg, work, res) if cfg=='tabular' else tasks_session(cfg, data, work, res) if cfg=='tasks' else
-                 image_session(cfg, data, work, res))
+                 lm_collab_session(cfg, work, res) if cfg=='lm_collab' else image_session(cfg, data, work, res))
     res['warnings'] = sorted({str(x.message)[:200] for x in w if 'fastperf' in str(x.filename) or 'fastperf' in str(x.message)
                               or 'ThroughputTimer' in str(x.message)})
     after = snapshot()
     assert before==after, {k:(before[k], after[k]) for k in before if before[k]!=after[k]}
-    if 'ThroughputTimer' in CONFIGS[cfg] and cfg not in ('tabular', 'tasks'):
+    if 'ThroughputTimer' in CONFIGS[cfg] and cfg not in ('tabular', 'tasks', 'lm_collab'):
         t = learn.throughput_timer # after predictions, exports and more fits: the last fit's numbers, a report and a verdict
         res['timer'] = dict(samples_per_sec=t.samples_per_sec, verdict=t.verdict())
         assert t.samples_per_sec>0 and len(t.report())==9
-    if 'Profiler' in CONFIGS[cfg] and cfg not in ('tabular', 'tasks'): res['profiled'] = learn.profiler.table is not None
+    if 'Profiler' in CONFIGS[cfg] and cfg not in ('tabular', 'tasks', 'lm_collab'): res['profiled'] = learn.profiler.table is not None
     print('RESULT ' + json.dumps(res))
 
 if __name__=='__main__': main(*sys.argv[1:4])

@@ -1,6 +1,6 @@
 """What each of fastperf's per-batch shortcuts is worth, side by side: zoo tasks trained with `to_fastperf()`, and with one of its
 shortcuts taken away again (the lean loop: `fast_with_events`, `fast_do_one_batch`, `fast_one_batch`, `lean_record`, `lean_train_iter`; the stacked batches;
-a tabular loader's rows gathered per chunk of batches, session 35), against the plain loop, in interleaved rounds. Usage: python tools/lean_loop_bench.py [--tasks tabular digits_cnn] [--rounds 7]"""
+a tabular loader's rows gathered per chunk of batches, session 35; a language model's batches gathered from its corpus, session 36), against the plain loop, in interleaved rounds. Usage: python tools/lean_loop_bench.py [--tasks tabular digits_cnn] [--rounds 7]"""
 import argparse, statistics, warnings
 warnings.filterwarnings('ignore')
 from fastperf.measure.zoo import ZOO, _plain_loop
@@ -8,7 +8,7 @@ from fastperf.measure.parity import learner_features
 from fastperf.measure.clock import measure_fit, interleave, ratio_interval
 from fastperf.core import no_bar, unset_learner_method, fast_with_events, fast_do_one_batch, fast_one_batch, lean_record, lean_train_iter
 import types
-from fastperf.pipeline import _lean_batches, _lean_tab_batches, _tab_rows, _tab_fresh, _shared_tab, _tab_tensors, _batch_idxs
+from fastperf.pipeline import _lean_batches, _lean_lm_batches, _lean_tab_batches, _tab_rows, _tab_fresh, _shared_tab, _tab_tensors, _batch_idxs
 import fastperf.recommend # noqa: F401 (Learner.to_fastperf)
 
 def no_lean_loop(l):
@@ -36,6 +36,12 @@ def no_chunks(l):
         if getattr(dl.__dict__.get('create_batches'), '__func__', None) is _lean_tab_batches: dl.create_batches = types.MethodType(_tab_per_batch, dl)
     return l
 
+def no_lm_batches(l):
+    "`l` with fastai's `create_batches` back on its language model loaders (each sequence sliced out of the documents; the rest of `to_fastperf()` kept)"
+    for dl in l.dls.loaders:
+        if getattr(dl.__dict__.get('create_batches'), '__func__', None) is _lean_lm_batches: del dl.__dict__['create_batches']
+    return l
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument('--tasks', nargs='+', default=['tabular', 'digits_cnn']); p.add_argument('--rounds', type=int, default=7)
@@ -48,6 +54,8 @@ def main():
             ls['without stacked batches'] = no_stack(fp())
         if any(getattr(dl.__dict__.get('create_batches'), '__func__', None) is _lean_tab_batches for dl in ls['to_fastperf()'].dls.loaders):
             ls['tabular rows per batch'] = no_chunks(fp())
+        if any(getattr(dl.__dict__.get('create_batches'), '__func__', None) is _lean_lm_batches for dl in ls['to_fastperf()'].dls.loaders):
+            ls["fastai's LM batches"] = no_lm_batches(fp())
         pl = _plain_loop(task, task.make(), learner_features(ls['to_fastperf()']), task.warmup+task.steps, 0)
         def fit(l):
             def f(r):

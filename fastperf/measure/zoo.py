@@ -1,4 +1,4 @@
-"""Every fastai task, not one resnet: fastai's defaults, fastperf's one call and a plain PyTorch loop on seven tasks, training and inference, with the decisions `to_fastperf()` made and the losses compared.
+"""Every fastai task, not one resnet: fastai's defaults, fastperf's one call and a plain PyTorch loop on nine tasks, training and inference, with the decisions `to_fastperf()` made and the losses compared.
 
 Docs: https://fastperf.github.io/fastperf/measure_zoo.html.md"""
 
@@ -8,7 +8,7 @@ Docs: https://fastperf.github.io/fastperf/measure_zoo.html.md"""
 from __future__ import annotations
 import argparse, itertools, json, os, statistics, sys, time, warnings
 from pathlib import Path
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import numpy as np, pandas as pd, torch
 import torch.nn.functional as F
 from fastai.learner import Learner
@@ -33,8 +33,8 @@ from .bench import tiny_vit
 
 # %% auto #0
 __all__ = ['ZOO', 'ZooTask', 'tabular_task', 'text_task', 'unet_task', 'digits_task', 'resnet_task', 'vit_task',
-           'multilabel_task', 'zoo_decisions', 'zoo_losses', 'zoo_train', 'zoo_infer', 'zoo_predict', 'zoo',
-           'zoo_summary', 'save_zoo', 'main']
+           'multilabel_task', 'collab_task', 'lm_task', 'zoo_decisions', 'zoo_losses', 'zoo_train', 'zoo_infer',
+           'zoo_predict', 'zoo', 'zoo_summary', 'save_zoo', 'main']
 
 # %% ../../nbs/29_measure_zoo.ipynb #5380727f
 @dataclass
@@ -46,6 +46,7 @@ class ZooTask:
     plain_loss:callable # `loss(output, *targets)` the plain loop computes: fastai's loss without its wrappers
     steps:int=20 # Timed training steps per window
     warmup:int=3 # Steps before the window opens
+    skip:dict=field(default_factory=dict) # Phase ('infer', 'predict') -> why the zoo does not time it for this task (fastai's own call fails, or does something else)
 
 # %% ../../nbs/29_measure_zoo.ipynb #85957f08
 def _digits_items(): 
@@ -74,12 +75,16 @@ def _text_loss(o, y, alpha=2., beta=1.):
     loss = F.cross_entropy(out, y) + alpha*drop.float().pow(2).mean()
     return loss + beta*(raw[:,1:]-raw[:,:-1]).float().pow(2).mean() if len(raw)>1 else loss
 
+def _corpus(n:int, seed:int)->list:
+    "`n` synthetic documents of 20-60 words from a vocabulary of 302"
+    r = np.random.default_rng(seed)
+    words = [f'w{i}' for i in range(300)]+['good','bad']
+    return [' '.join(r.choice(words, r.integers(20, 60))) for _ in range(n)]
+
 def text_task(n:int=1200, bs:int=32, seed:int=0)->ZooTask:
     "A `text_classifier_learner` (a small AWD-LSTM, not pretrained) on a synthetic corpus of `n` documents of 20-60 words, fastai's `BaseTokenizer`"
     from fastai.text.all import TextDataLoaders, text_classifier_learner, AWD_LSTM, BaseTokenizer
-    r = np.random.default_rng(seed)
-    words = [f'w{i}' for i in range(300)]+['good','bad']
-    docs = [' '.join(r.choice(words, r.integers(20, 60))) for _ in range(n)]
+    docs = _corpus(n, seed)
     df = pd.DataFrame(dict(text=docs, label=[int(d.count('good')>=d.count('bad')) for d in docs]))
     def make():
         set_seed(seed)
@@ -151,8 +156,43 @@ def multilabel_task(size:int=32, bs:int=64, seed:int=0)->ZooTask:
     return ZooTask('multilabel', f"multi-label digits (value + even/odd, 12 labels), small_cnn, {size}px, bs {bs}", make,
                    lambda o,y: F.binary_cross_entropy_with_logits(o, y.float()), steps=20)
 
+def collab_task(n:int=20000, bs:int=256, seed:int=0)->ZooTask:
+    "A `collab_learner` (fastai's dot product with biases, 32 factors) on `n` synthetic ratings (1-5) of 300 items by 500 users"
+    from fastai.collab import CollabDataLoaders, collab_learner
+    r = np.random.default_rng(seed)
+    u,i = r.integers(0, 500, n),r.integers(0, 300, n)
+    U,I = r.normal(size=(500, 8)),r.normal(size=(300, 8))
+    df = pd.DataFrame(dict(user=u, item=i, rating=np.clip(3+(U[u]*I[i]).sum(1)/2+r.normal(0, .3, n), 1, 5).astype(np.float32)))
+    def make():
+        set_seed(seed); dls = CollabDataLoaders.from_df(df, bs=bs, valid_pct=0.2, seed=seed, num_workers=0, device=default_device())
+        set_seed(seed); return collab_learner(dls, n_factors=32, y_range=(0.5, 5.5))
+    return ZooTask('collab', f"collab_learner (dot product, 32 factors), {n:,} synthetic ratings, bs {bs}", make,
+                   lambda o,y: F.mse_loss(o.view(-1), y.view(-1).float()), steps=40,
+                   skip=dict(predict="fastai's `Learner.predict` fails on a ratings row (`collab_learner` is a plain `Learner`): users predict with `dls.test_dl` and `get_preds`, which the inference phase times"))
+
+def _lm_loss(o, y):
+    "fastai's language model loss: `_text_loss` over every token's prediction"
+    out,raw,drop = o
+    return _text_loss((out.flatten(0, 1), raw, drop), y.flatten())
+
+def lm_task(n:int=1200, bs:int=32, seq_len:int=36, seed:int=0)->ZooTask:
+    "A `language_model_learner` (a small AWD-LSTM, not pretrained) on the text task's corpus: fastai's `LMDataLoader`"
+    from fastai.text.all import TextDataLoaders, language_model_learner, AWD_LSTM, BaseTokenizer, awd_lstm_lm_config
+    df = pd.DataFrame(dict(text=_corpus(n, seed)))
+    def make():
+        set_seed(seed)
+        dls = TextDataLoaders.from_df(df, text_col='text', is_lm=True, tok_tfm=BaseTokenizer(), valid_pct=0.2, seed=seed, bs=bs, seq_len=seq_len,
+                                      num_workers=0, device=default_device())
+        set_seed(seed)
+        return language_model_learner(dls, AWD_LSTM, pretrained=False, config={**awd_lstm_lm_config, 'emb_sz':64, 'n_hid':128, 'n_layers':2}, drop_mult=0.5)
+    return ZooTask('lm', f"language_model_learner, AWD-LSTM (64 emb, 128 hidden, 2 layers), the text task's corpus, bs {bs}, seq_len {seq_len}", make, _lm_loss,
+                   skip=dict(infer="fastai's `get_preds` fails on a language model's loader (it reorders the predictions by sequence, which it has concatenated along the sequences' length); users call `validate`",
+                             predict="`LMLearner.predict` generates text, a loop of forwards: not one prediction"))
+
+
 # %% ../../nbs/29_measure_zoo.ipynb #d8742208
-ZOO = dict(tabular=tabular_task, text=text_task, unet=unet_task, digits_cnn=digits_task, resnet18=resnet_task, vit=vit_task, multilabel=multilabel_task)
+ZOO = dict(tabular=tabular_task, text=text_task, unet=unet_task, digits_cnn=digits_task, resnet18=resnet_task, vit=vit_task, multilabel=multilabel_task,
+           collab=collab_task, lm=lm_task)
 
 # %% ../../nbs/29_measure_zoo.ipynb #b96014cc
 def _cycled(batches):
@@ -307,7 +347,7 @@ def zoo(tasks:list=None, # Names from `ZOO` (default: all)
         losses:bool=True, # Also compare the first training losses with the plain loop's
         show:bool=True, # Progress bar over the tasks
        )->dict:
-    "Every task of the zoo: training (and inference, and `predict`) samples/s of fastai's defaults, fastperf's one call and a plain PyTorch loop, the decisions `to_fastperf()` made, and the loss check"
+    "Every task of the zoo: training (and inference, and `predict`, where the task does not `skip` them) samples/s of fastai's defaults, fastperf's one call and a plain PyTorch loop, the decisions `to_fastperf()` made, and the loss check"
     names = list(ZOO) if tasks is None else list(tasks)
     bad = [n for n in names if n not in ZOO]
     if bad: raise ValueError(f"zoo: unknown task(s) {bad}; the zoo has {list(ZOO)}")
@@ -317,8 +357,8 @@ def zoo(tasks:list=None, # Names from `ZOO` (default: all)
         task = ZOO[n]()
         dec.append(zoo_decisions(task))
         tabs.append(zoo_train(task, rounds=rounds, tune=tune, tune_budget=tune_budget))
-        if infer: tabs.append(zoo_infer(task, rounds=rounds, defer=defer))
-        if predict: tabs.append(zoo_predict(task, rounds=rounds))
+        if infer and 'infer' not in task.skip: tabs.append(zoo_infer(task, rounds=rounds, defer=defer))
+        if predict and 'predict' not in task.skip: tabs.append(zoo_predict(task, rounds=rounds))
         if losses: los.append(zoo_losses(task))
     res = dict(speed=pd.concat(tabs, ignore_index=True), decisions=pd.DataFrame(dec), losses=pd.DataFrame(los))
     for v in res.values(): v.attrs.update(env_info(default_device()), rounds=rounds)
@@ -358,7 +398,7 @@ def save_zoo(res:dict, out)->list:
 
 def _parser():
     p = argparse.ArgumentParser(prog='fastperf-zoo', description="The task zoo: fastai's defaults, to_fastperf() and a plain PyTorch loop on "
-                                "seven fastai tasks, training and inference, in interleaved rounds; the decisions and the losses compared")
+                                "nine fastai tasks, training and inference, in interleaved rounds; the decisions and the losses compared")
     p.add_argument('--tasks', nargs='+', metavar='TASK', help=f"tasks to run (default: all of {', '.join(ZOO)})")
     p.add_argument('--rounds', type=int, default=3, help="interleaved rounds per task and phase (default 3)")
     p.add_argument('--tune', action='store_true', help="also time tune_fastperf()'s choice (trials of --tune-budget seconds per task)")
