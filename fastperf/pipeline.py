@@ -1096,21 +1096,22 @@ _LM_CHECKED = {'LMDataLoader.create_item': '1158d88c34d87c7f', 'LMDataLoader.shu
 LEAN_LOOP_CHECKED.update(_LM_CHECKED)
 
 def _lean_lm_ok(dl)->bool:
-    "Whether `dl` is fastai's own `LMDataLoader` making its batches with fastai's code (the code checked, none of its methods the loader's own attribute), a batch size, nothing in `before_batch`, its items a `ReindexCollection` of its dataset taking each item's first element, a fastai `Datasets` `_ds_item` makes: so its batches may be gathered from its corpus (`_lean_lm_batches`)"
+    "Whether `dl` is fastai's own `LMDataLoader` making its batches with fastai's code (the code checked, none of its methods the loader's own attribute), a batch size, nothing in `before_batch`, its items a `ReindexCollection` of its dataset taking each item's first element, the dataset a fastai `Datasets` `_ds_item` makes or a list of documents (no code of its own to run at each access): so its batches may be gathered from its corpus (`_lean_lm_batches`)"
     m = _lm_mod()
     if m is None or type(dl) is not m.LMDataLoader: return False
     ms = ('create_batches','do_item','do_batch','create_batch','retain','chunkify')
     its,ch = dl.__dict__.get('items'),dl.__dict__.get('chunks')
-    return (bool(dl.bs) and dl.indexed and not dl.prebatched and not len(getattr(dl.before_batch, 'fs', [0])) and _plain_ds(dl.dataset)
+    return (bool(dl.bs) and dl.indexed and not dl.prebatched and not len(getattr(dl.before_batch, 'fs', [0])) and (_plain_ds(dl.dataset) or type(dl.dataset) in (list, tuple, L))
             and not any(k in dl.__dict__ for k in (*ms[1:], 'create_item', 'shuffle_fn', 'make_chunks'))
             and all(getattr(m.LMDataLoader, k) is getattr(_FaDataLoader, k) for k in ms)
             and type(its) is m.ReindexCollection and its.coll is dl.dataset and its.tfm is m._maybe_first and type(ch) is m.Chunks and ch.chunks is its
             and fastai_code_checked('DataLoader.create_batches', 'DataLoader.do_batch', 'DataLoader.create_batch', *_LM_CHECKED))
 
 def _lm_stream(dl):
-    "The corpus of `LMDataLoader` `dl` in its documents' order now (`dl.items.idxs`, which fastai's `shuffle_fn` shuffles at each pass) as one plain tensor, each document as its dataset makes it (`_ds_item`: from the item cache) and its first element taken, as `dl.items` gives it; None where the documents are not 1-D tensors of one dtype, or their lengths are not those `dl.chunks` counts"
+    "The corpus of `LMDataLoader` `dl` in its documents' order now (`dl.items.idxs`, which fastai's `shuffle_fn` shuffles at each pass) as one plain tensor, each document as its dataset makes it (`_ds_item`: from the item cache; or a list's element) and its first element taken, as `dl.items` gives it; None where the documents are not 1-D tensors of one dtype, or their lengths are not those `dl.chunks` counts"
     ds,its = dl.dataset,dl.items
-    docs = [its.tfm(_ds_item(ds, int(j))) for j in its.idxs]
+    get = functools.partial(_ds_item, ds) if _plain_ds(ds) else ds.__getitem__
+    docs = [its.tfm(get(int(j))) for j in its.idxs]
     with _no_tf():
         if not docs or not all(isinstance(d, torch.Tensor) and d.ndim==1 and d.dtype==docs[0].dtype for d in docs): return None
         if [d.shape[0] for d in docs]!=[int(n) for n in dl.chunks.lens]: return None

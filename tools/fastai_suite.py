@@ -46,7 +46,10 @@ each replayed statement):
              `get_preds` without `with_loss`) in `defaults.callbacks` (not in the default set);
   * lean   : as import, plus `set_fast_dispatch` on every Learner as it is made (fastai's `Learner.__init__` wrapped in
              the test process): fastperf's lean loop (the flat batch, the lean Recorder and TrainEvalCallback) under every
-             test (not in the default set).
+             test (not in the default set);
+  * pipes  : as import, plus `lean_pipelines` on every fastai `TfmdDL` as it is made (fastai's `TfmdDL.__init__` wrapped in
+             the test process; a subclass's own `__init__` may set more after it): fastperf's lean loaders (stacked, padded,
+             tabular and language model batches, the item cache) under fastai's own tests of its loaders (not in the default set).
 When `plain` is among the configs it runs first; the other configs then run the notebooks plain ran to the end (all of
 them, or with `--clean` only those with no failing cell), and a cell counts against a configuration only if it passed plain.
 
@@ -85,6 +88,16 @@ _fp_init = _fp_fl.Learner.__init__
 @_fp_ft.wraps(_fp_init)
 def _fp_lean_init(self, *args, **kwargs): _fp_init(self, *args, **kwargs); _fp_sfd(self)
 _fp_fl.Learner.__init__ = _fp_lean_init''',
+    # every fastai `TfmdDL` the tests build (and every one `new` makes of it) gets `lean_pipelines` as it is made (fastai's
+    # `TfmdDL.__init__` wrapped in the test process): the lean item and batch pipelines, stacked, padded, tabular and language
+    # model batches, the item cache, under fastai's own tests of its loaders
+    'pipes':  '''import fastperf.all, functools as _fp_ft
+from fastperf.pipeline import lean_pipelines as _fp_lp
+import fastai.data.core as _fp_dc
+_fp_dinit = _fp_dc.TfmdDL.__init__
+@_fp_ft.wraps(_fp_dinit)
+def _fp_lean_dl(self, *args, **kwargs): _fp_dinit(self, *args, **kwargs); _fp_lp(self)
+_fp_dc.TfmdDL.__init__ = _fp_lean_dl''',
 }
 DEFAULT_CONFIGS = 'plain,import,cbs,cbs_cl'
 EXPORT_FLAGS = {'export', 'exports', 'exporti'}
