@@ -18,10 +18,13 @@ def no_lean_loop(l):
         if getattr(cb.__dict__.get('after_batch'), '__func__', None) is fn: del cb.__dict__['after_batch']
     return l
 
-def no_stack(l):
-    "`l` with fastai's `create_batches` back on its loaders (items still from the item cache)"
-    for dl in l.dls.loaders:
-        if getattr(dl.__dict__.get('create_batches'), '__func__', None) is _lean_batches: del dl.__dict__['create_batches']
+def _made_by(l, fn):
+    "The loaders of `l` whose batches fastperf's `fn` makes (their `create_batches`)"
+    return [dl for dl in l.dls.loaders if getattr(dl.__dict__.get('create_batches'), '__func__', None) is fn]
+
+def fastai_batches(l, fn):
+    "`l` with fastai's `create_batches` back on the loaders whose batches `fn` made (the rest of `to_fastperf()` kept: items still from the item cache)"
+    for dl in _made_by(l, fn): del dl.__dict__['create_batches']
     return l
 
 def _tab_per_batch(self, samps):
@@ -32,14 +35,7 @@ def _tab_per_batch(self, samps):
 
 def no_chunks(l):
     "`l` with its tabular loaders' rows gathered batch by batch (the rest of `to_fastperf()` kept)"
-    for dl in l.dls.loaders:
-        if getattr(dl.__dict__.get('create_batches'), '__func__', None) is _lean_tab_batches: dl.create_batches = types.MethodType(_tab_per_batch, dl)
-    return l
-
-def no_lm_batches(l):
-    "`l` with fastai's `create_batches` back on its language model loaders (each sequence sliced out of the documents; the rest of `to_fastperf()` kept)"
-    for dl in l.dls.loaders:
-        if getattr(dl.__dict__.get('create_batches'), '__func__', None) is _lean_lm_batches: del dl.__dict__['create_batches']
+    for dl in _made_by(l, _lean_tab_batches): dl.create_batches = types.MethodType(_tab_per_batch, dl)
     return l
 
 def main():
@@ -50,12 +46,10 @@ def main():
         task = ZOO[name]()
         def fp(): l = task.make(); l.to_fastperf(verbose=False); return l
         ls = {'to_fastperf()': fp(), 'without the lean loop': no_lean_loop(fp())}
-        if any(getattr(dl.__dict__.get('create_batches'), '__func__', None) is _lean_batches for dl in ls['to_fastperf()'].dls.loaders):
-            ls['without stacked batches'] = no_stack(fp())
-        if any(getattr(dl.__dict__.get('create_batches'), '__func__', None) is _lean_tab_batches for dl in ls['to_fastperf()'].dls.loaders):
-            ls['tabular rows per batch'] = no_chunks(fp())
-        if any(getattr(dl.__dict__.get('create_batches'), '__func__', None) is _lean_lm_batches for dl in ls['to_fastperf()'].dls.loaders):
-            ls["fastai's LM batches"] = no_lm_batches(fp())
+        fp0 = ls['to_fastperf()']
+        if _made_by(fp0, _lean_batches): ls['without stacked batches'] = fastai_batches(fp(), _lean_batches)
+        if _made_by(fp0, _lean_tab_batches): ls['tabular rows per batch'] = no_chunks(fp())
+        if _made_by(fp0, _lean_lm_batches): ls["fastai's LM batches"] = fastai_batches(fp(), _lean_lm_batches)
         pl = _plain_loop(task, task.make(), learner_features(ls['to_fastperf()']), task.warmup+task.steps, 0)
         def fit(l):
             def f(r):
