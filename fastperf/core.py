@@ -16,12 +16,13 @@ from fastai.torch_core import default_device
 # %% auto #0
 __all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'fast_named_modules', 'fast_modules', 'first_param', 'model_device',
            'device_sync', 'device_name', 'env_info', 'no_bar', 'fastai_class', 'fastai_instances', 'running_loops',
-           'LearnerMethod', 'set_learner_method', 'unset_learner_method', 'RestoringCallback', 'loaders_of', 'RNGState',
-           'fast_to_detach', 'may_handle', 'fast_call_one', 'BatchPlan', 'batch_plan', 'send_event', 'FastCallback',
-           'float_pred', 'fastai_code_checked', 'lean_loop_ok', 'lean_batch_ok', 'on_model_device', 'fast_one_batch',
-           'fast_with_events', 'fast_do_one_batch', 'flat_batch_ok', 'flat_batch', 'lean_record', 'lean_record_ok',
-           'lean_train_iter', 'lean_train_iter_ok', 'model_on', 'lean_train_start', 'lean_train_start_ok',
-           'set_fast_dispatch', 'to_device_hookable', 'hook_to_device', 'lean_iter_ok', 'lean_iter', 'fast_get_preds']
+           'LearnerMethod', 'set_learner_method', 'unset_learner_method', 'learner_base', 'RestoringCallback',
+           'loaders_of', 'RNGState', 'fast_to_detach', 'may_handle', 'fast_call_one', 'BatchPlan', 'batch_plan',
+           'send_event', 'FastCallback', 'float_pred', 'fastai_code_checked', 'lean_loop_ok', 'lean_batch_ok',
+           'on_model_device', 'fast_one_batch', 'fast_with_events', 'fast_do_one_batch', 'flat_batch_ok', 'flat_batch',
+           'lean_record', 'lean_record_ok', 'lean_train_iter', 'lean_train_iter_ok', 'model_on', 'lean_train_start',
+           'lean_train_start_ok', 'set_fast_dispatch', 'to_device_hookable', 'hook_to_device', 'lean_iter_ok',
+           'lean_iter', 'fast_all_batches', 'fast_get_preds']
 
 # %% ../nbs/00_core.ipynb #2cbb2719
 _NO_WALK = object()
@@ -151,6 +152,7 @@ def fitting(self:Learner)->bool:
     return bool(loops) and loops[-1]=='fit'
 
 # %% ../nbs/00_core.ipynb #a222de94
+import weakref, functools
 class LearnerMethod:
     "A per-Learner stand-in for the Learner method `name`: `fn(learn, ...)`, kept in the Learner's `__dict__`, which Python looks in before the class"
     def __init__(self, learn, name:str, fn): self.learn,self.name,self.fn = learn,name,fn
@@ -160,15 +162,32 @@ class LearnerMethod:
         if any(isinstance(c, RestoringCallback) for c in self.learn.cbs): return LearnerMethod, (self.learn, self.name, self.fn)
         return getattr, (self.learn, self.name) # read while the Learner loads, before its `__dict__` is back: its class's method, so it loads without fastperf
 
-def set_learner_method(learn:Learner, name:str, fn):
+_BASES = weakref.WeakKeyDictionary() # Learner -> {name: fn}: the stand-in `learn.name` comes back to when another one is taken back (beside the Learner: not pickled with it)
+
+def set_learner_method(learn:Learner, name:str, fn,
+                       base:bool=False, # `fn` is the Learner's own `name` under any other stand-in: set where there is none, and set again when the one there is taken back
+                      ):
     "Make `learn.name(...)` call `fn(learn, ...)` (this Learner only); `unset_learner_method` undoes it"
+    if base:
+        _BASES.setdefault(learn, {})[name] = fn
+        if isinstance(learn.__dict__.get(name), LearnerMethod): return
     learn.__dict__[name] = LearnerMethod(learn, name, fn)
 
 def unset_learner_method(learn:Learner, name:str, fn=None)->bool:
-    "Give `learn` back its class's `name` where fastperf put a stand-in (`fn`'s, if given); whether it did"
+    "Give `learn` back its class's `name` (or the `base` stand-in for it) where fastperf put a stand-in (`fn`'s, if given); whether it took one back"
+    bases = _BASES.get(learn, {})
+    took = fn is not None and bases.get(name) is fn
+    if took: del bases[name]
     m = learn.__dict__.get(name)
-    if not isinstance(m, LearnerMethod) or (fn is not None and m.fn is not fn): return False
-    del learn.__dict__[name]; return True
+    if not isinstance(m, LearnerMethod) or (fn is not None and m.fn is not fn): return took
+    del learn.__dict__[name]
+    if name in bases: learn.__dict__[name] = LearnerMethod(learn, name, bases[name])
+    return True
+
+def learner_base(learn:Learner, name:str):
+    "What `learn.name` runs under a stand-in that hands over: the `base` stand-in set for it, else the Learner's class's method (bound to `learn`)"
+    fn = _BASES.get(learn, {}).get(name)
+    return functools.partial(fn, learn) if fn is not None else getattr(type(learn), name).__get__(learn)
 
 # %% ../nbs/00_core.ipynb #0aa79ed7
 @patch
@@ -494,30 +513,46 @@ def flat_batch(learn:Learner, plan:BatchPlan):
     except CancelBatchException: send('after_cancel_batch')
     send('after_batch')
 
-def _smooth_ok(sl, loss)->bool:
-    "Whether `_smooth` computes what fastai's `AvgSmoothLoss` `sl` would: fastai's own class and code (none of its own on the object), a plain tensor loss, no distributed gather"
-    return (type(sl) is AvgSmoothLoss and 'accumulate' not in sl.__dict__ and type(loss) is torch.Tensor and num_distrib()<=1
+def _smooth_code_ok(sl)->bool:
+    "Whether `_smooth` and `_smooth_value` compute what fastai's `AvgSmoothLoss` `sl` would, for a plain tensor loss: fastai's own class and code (none of its own on the object), no distributed gather"
+    return (type(sl) is AvgSmoothLoss and 'accumulate' not in sl.__dict__ and num_distrib()<=1
             and fastai_code_checked('AvgSmoothLoss.accumulate', 'AvgSmoothLoss.value'))
 
+def _smooth_ok(sl, loss)->bool:
+    "Whether `_smooth` computes what fastai's `AvgSmoothLoss` `sl` would for `loss`: `_smooth_code_ok`, and a plain tensor loss"
+    return type(loss) is torch.Tensor and _smooth_code_ok(sl)
+
+_smooth_found = weakref.WeakKeyDictionary() # Recorder -> (its smooth loss, `_smooth_code_ok` of it): found at the first batch of each pass
+
+def _smooth_pass_ok(rec, sl, learn)->bool:
+    "`_smooth_ok(sl, learn.loss)` with `_smooth_code_ok` found at the first batch of each pass (and for a smooth loss other than the one found), not at every batch"
+    got = _smooth_found.get(rec)
+    if got is None or got[0] is not sl or learn.__dict__.get('iter', 0)==0: got = _smooth_found[rec] = (sl, _smooth_code_ok(sl))
+    return got[1] and type(learn.loss) is torch.Tensor
+
 def _smooth(sl, loss):
-    "fastai's `AvgSmoothLoss.accumulate`, the loss detached before its mean (the same number) and without `to_detach`'s recursion"
+    "fastai's `AvgSmoothLoss.accumulate`: the loss detached, its mean taken where it has more than one element, without `to_detach`'s recursion (the same value of `sl.val`: a 0-d loss's mean is itself but for the sign of a zero, which `torch.lerp` at fastai's weights gives the same result for)"
     sl.count += 1
-    sl.val = torch.lerp(loss.detach().mean().cpu(), sl.val, sl.beta)
+    l = loss.detach()
+    sl.val = torch.lerp((l if l.ndim==0 else l.mean()).cpu(), sl.val, sl.beta)
 
 def lean_record(self):
-    "fastai's `Recorder.after_batch`, the Learner's state read from the Learner, the training metrics listed without `L`s, the smooth loss accumulated by `_smooth`"
+    "fastai's `Recorder.after_batch`, the Learner's state read from the Learner, the training metrics listed without `L`s, the smooth loss accumulated by `_smooth` and its value's divisor computed once"
     learn = self.learn
     if len(learn.yb)==0: return
     sl = self.smooth_loss
     if learn.training: mets = () if getattr(self, 'cancel_train', False) else (sl, *(self.metrics if self.train_metrics else ()))
     else: mets = self._valid_mets
+    lean = False
     for met in mets:
-        if met is sl and _smooth_ok(sl, learn.loss): _smooth(sl, learn.loss)
+        if met is sl and _smooth_pass_ok(self, sl, learn): _smooth(sl, learn.loss); lean = True
         else: met.accumulate(learn)
     if not learn.training: return
     self.lrs.append(learn.opt.hypers[-1]['lr'])
-    self.losses.append(sl.value)
-    learn.smooth_loss = sl.value
+    if lean: # fastai's `AvgSmoothLoss.value`, twice: two tensors of one value
+        d = 1-sl.beta**sl.count
+        self.losses.append(sl.val/d); learn.smooth_loss = sl.val/d
+    else: self.losses.append(sl.value); learn.smooth_loss = sl.value
 lean_record.__name__ = 'after_batch' # pickled as `getattr(recorder, 'after_batch')`: fastai's own method when loaded
 
 def lean_record_ok(rec)->bool:
@@ -552,30 +587,51 @@ def model_on(model:torch.nn.Module, device)->bool:
         if any(b is not None and b.device!=dev for b in m._buffers.values()): return False
     return True
 
+def _loss_on(lf, device)->bool:
+    "Whether fastai's `loss_func.to(device)` would leave loss `lf` as it is: an `nn.Module` `model_on` the device, or fastai's `BaseLoss` (its own `to`) whose `func` is not a module or is one `model_on` it"
+    if isinstance(lf, nn.Module): return model_on(lf, device)
+    if type(lf).to is not BaseLoss.to: return False
+    f = getattr(lf, 'func', None)
+    return not isinstance(f, nn.Module) or model_on(f, device)
+
+def _zero():
+    "fastai's `tensor(0.)`: torch's, as float32 where the default dtype is float64"
+    t = torch.tensor(0.)
+    return t.float() if t.dtype is torch.float64 else t
+
 def lean_train_start(self):
-    "fastai's `TrainEvalCallback.before_fit`, the model sent to the device only where it is not all there (`model_on`): `model.to` walks the modules and sets every parameter again, 0.1-0.7 ms on the zoo's models, at every `fit`, `get_preds`, `validate` and `predict`"
-    self.learn.epoch,self.learn.loss = 0,tensor(0.)
-    self.learn.train_iter,self.learn.pct_train = 0,0.
-    device = getattr(self.dls, 'device', default_device())
-    if not model_on(self.model, device): self.model.to(device)
-    if isinstance(self.loss_func, (nn.Module, BaseLoss)): self.loss_func.to(device)
-    if hasattr(self.model, 'reset'): self.model.reset()
+    "fastai's `TrainEvalCallback.before_fit`, the model and the loss sent to the device only where they are not all there (`model_on`): `model.to` walks the modules and sets every parameter again, 0.1-0.7 ms on the zoo's models, at every `fit`, `get_preds`, `validate` and `predict`; the default device asked for only where the loaders have none"
+    learn = self.learn
+    learn.epoch,learn.loss = 0,_zero()
+    learn.train_iter,learn.pct_train = 0,0.
+    device = getattr(learn.dls, 'device', _MISSING)
+    if device is _MISSING: device = default_device()
+    if not model_on(learn.model, device): learn.model.to(device)
+    lf = learn.loss_func
+    if isinstance(lf, (nn.Module, BaseLoss)) and not _loss_on(lf, device): lf.to(device)
+    if hasattr(learn.model, 'reset'): learn.model.reset()
 lean_train_start.__name__ = 'before_fit' # pickled as `getattr(cb, 'before_fit')`: fastai's own method when loaded
 
 def lean_train_start_ok(cb)->bool:
     "Whether `cb` is fastai's own `TrainEvalCallback`, in the code `lean_train_start` copies"
-    return type(cb) is TrainEvalCallback and 'before_fit' not in cb.__dict__ and fastai_code_checked('TrainEvalCallback.before_fit')
+    return (type(cb) is TrainEvalCallback and 'before_fit' not in cb.__dict__ and not {'dls','model','loss_func'} & set(cb.__dict__)
+            and fastai_code_checked('TrainEvalCallback.before_fit'))
+
+_MORE_DISPATCH = [] # (name, fn, ok(learn)) of stand-ins defined further down (`fast_all_batches`) that `set_fast_dispatch` gives a Learner too
 
 _LEAN_CB = (('after_batch', lean_record, lean_record_ok), ('after_batch', lean_train_iter, lean_train_iter_ok), ('before_fit', lean_train_start, lean_train_start_ok)) # a callback's stand-in for its event, where its check holds
 
 def set_fast_dispatch(learn:Learner, enable:bool=True)->Learner:
-    "Give `learn` (only) `fast_call_one` and `fast_to_detach` for its `_call_one` and `to_detach`, and where fastai's loop is the one checked, `fast_with_events`, `fast_do_one_batch`, `fast_one_batch`, and `lean_record`, `lean_train_iter` and `lean_train_start` for its `Recorder` and `TrainEvalCallback`; `enable=False` gives it fastai's back"
+    "Give `learn` (only) `fast_call_one` and `fast_to_detach` for its `_call_one` and `to_detach`, and where fastai's loop is the one checked, `fast_with_events`, `fast_do_one_batch`, `fast_one_batch` and `fast_all_batches` (the Learner's own under any other stand-in: `base`), and `lean_record`, `lean_train_iter` and `lean_train_start` for its `Recorder` and `TrainEvalCallback`; `enable=False` gives it fastai's back"
     fns = [('_call_one', fast_call_one), ('to_detach', fast_to_detach)]
     if not enable or lean_loop_ok(learn): fns += [('_with_events', fast_with_events), ('_do_one_batch', fast_do_one_batch)]
     if not enable or lean_batch_ok(learn): fns += [('one_batch', fast_one_batch)]
     for name,fn in fns:
         if enable: set_learner_method(learn, name, fn)
         else: unset_learner_method(learn, name, fn)
+    for name,fn,ok in _MORE_DISPATCH: # the Learner's own under any other stand-in (`base`): `FastInference`'s `all_batches` hands its training loops over
+        if enable and ok(learn): set_learner_method(learn, name, fn, base=True)
+        elif not enable: unset_learner_method(learn, name, fn)
     for cb in list(learn.cbs):
         for e,fn,ok in _LEAN_CB:
             if enable and ok(cb): setattr(cb, e, MethodType(fn, cb))
@@ -620,17 +676,35 @@ def lean_iter_ok(dl)->bool:
             and fl.num_workers==0 and not fl.pin_memory and not dl.pin_memory and not fl.timeout and type(fl).__iter__ is _FakeLoader.__iter__
             and fastai_code_checked('DataLoader.__iter__', '_FakeLoader.__iter__'))
 
+_FA_TO_DEVICE = _fdl.to_device # fastai's, as imported: where it is still the one fastai's loader calls (no `hook_to_device`), a batch already on the device skips it
+
+def _there(b, dev)->bool:
+    "Whether fastai's `to_device(b, dev)` would give back batch `b` as it is: a tuple of plain tensors all on `dev` (a `torch.device`), with no hook on the transfer and fastai sending batches to `dev`"
+    return (type(b) is tuple and _fdl.to_device is _FA_TO_DEVICE and (dev.type=='cpu' or defaults.use_cuda is not False)
+            and all(type(t) is torch.Tensor and t.device==dev for t in b))
+
 def lean_iter(dl:DataLoader):
     "fastai's `DataLoader.__iter__` for a loader `lean_iter_ok` passed, without torch's single-process iterator around `create_batches`: the same batches, events and random draws"
     dl.randomize()
     dl.before_iter()
     dl._DataLoader__idxs = dl.get_idxs() # (fastai's `self.__idxs`, read by `sample`)
     torch.empty((), dtype=torch.int64).random_() # the draw torch's iterator makes when it is created (its workers' base seed)
+    dev = None if dl.device is None else torch.device(dl.device)
     for b in dl.create_batches(dl.sample()): # what `_FakeLoader.__iter__` iterates
-        if dl.device is not None: b = _fdl.to_device(b, dl.device)
+        if dev is not None and not _there(b, dev): b = _fdl.to_device(b, dl.device)
         yield dl.after_batch(b)
     dl.after_iter()
     dl.__dict__.pop('it', None) # (fastai's `if hasattr(self, 'it'): del(self.it)`, without the search of the dataset and pipelines a missing attribute costs)
+
+def fast_all_batches(learn:Learner):
+    "fastai's `Learner.all_batches`, each pass's loader iterated by `lean_iter` where `lean_iter_ok` passes it; fastai's own where the Learner's class has another `all_batches` or fastai's is not the code checked"
+    if type(learn).all_batches is not Learner.all_batches or not fastai_code_checked('Learner.all_batches'): return type(learn).all_batches(learn)
+    dl = learn.dl
+    learn.n_iter = len(dl)
+    for o in enumerate(lean_iter(dl) if lean_iter_ok(dl) else dl): learn.one_batch(*o)
+
+def _all_batches_ok(learn)->bool: return type(learn).all_batches is Learner.all_batches and fastai_code_checked('Learner.all_batches')
+_MORE_DISPATCH.append(('all_batches', fast_all_batches, _all_batches_ok))
 
 # %% ../nbs/00_core.ipynb #1a6d0a85
 from collections.abc import MutableSequence

@@ -29,7 +29,7 @@ from fastai.data.transforms import IntToFloatTensor, Normalize
 from fastai.torch_core import to_cpu, batch_to_samples, apply
 from .precision import AutoMixedPrecision, mixed_precision_cbs, cb_precision
 from .core import (fastai_code_checked, on_model_device, lean_iter, lean_iter_ok, fast_one_batch, fast_with_events,
-                           fast_do_one_batch, fast_call_one, lean_record, lean_train_iter)
+                           fast_do_one_batch, fast_call_one, lean_record, lean_train_iter, learner_base)
 from .cast import CastToTensor
 from .channelslast import ChannelsLast
 from .cudnn import CudnnBenchmark
@@ -308,12 +308,12 @@ def _lean_infer_batches(learn, fi):
             for c in prog: c('after_batch')
 
 def infer_all_batches(learn:Learner):
-    "fastai's `Learner.all_batches` on a Learner with `FastInference`: `_lean_infer_batches` in an inference loop `lean_infer_ok` passes, fastai's own in every other loop"
+    "fastai's `Learner.all_batches` on a Learner with `FastInference`: `_lean_infer_batches` in an inference loop `lean_infer_ok` passes, the Learner's own (`learner_base`) in every other loop"
     fi = next((c for c in learn.cbs if isinstance(c, FastInference) and c._infer), None)
-    if fi is None: return type(learn).all_batches(learn)
+    if fi is None: return learner_base(learn, 'all_batches')() # a training loop: the Learner's own (`set_fast_dispatch`'s `fast_all_batches`, or its class's)
     fi.last_loop = 'lean' if lean_infer_ok(learn, fi) else 'fastai'
     if fi.last_loop=='lean': return _lean_infer_batches(learn, fi)
-    return type(learn).all_batches(learn)
+    return learner_base(learn, 'all_batches')()
 
 # %% ../nbs/12_inference.ipynb #3cffed92
 def _inference_workers(dev, workers)->tuple:

@@ -911,14 +911,20 @@ def _lean_pad_batches(self, samps):
         yield self.do_batch(b) if r is None else r
 _lean_pad_batches.__name__ = 'create_batches' # pickled as `getattr(dl, 'create_batches')`: fastai's own method when loaded
 
+def _own_attr(o, name, default=None):
+    "`o.name` where `o` or its class has it, else `default`, without the attribute delegation of fastai's objects (a `TabularPandas` asks its `DataFrame`: tens of microseconds for a name it lacks)"
+    d = getattr(o, '__dict__', None)
+    if d is not None and name in d: return d[name]
+    return getattr(o, name) if hasattr(type(o), name) else default
+
 def _pipelines(dls):
-    "(object, attribute) of each item and batch `Pipeline` of `dls`' loaders and of their datasets"
+    "(object, attribute) of each item and batch `Pipeline` of `dls`' loaders and of their datasets (their own attributes: `_own_attr`)"
     for dl in loaders_of(dls):
         for nm in ('after_item','before_batch','after_batch'):
             if isinstance(getattr(dl, nm, None), Pipeline): yield dl,nm
         ds = getattr(dl, 'dataset', None)
-        for tl in getattr(ds, 'tls', [ds]):
-            if isinstance(getattr(tl, 'tfms', None), Pipeline): yield tl,'tfms'
+        for tl in _own_attr(ds, 'tls', [ds]):
+            if isinstance(_own_attr(tl, 'tfms'), Pipeline): yield tl,'tfms'
 
 def _loaders(dls): return [dl for dl in loaders_of(dls) if isinstance(dl, _FaDataLoader)]
 

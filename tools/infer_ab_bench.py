@@ -12,10 +12,13 @@
           against fastperf's gather per batch for it (session 35)
   cpuflags: the CPU's flags read once a process (`cpu_has_bf16`, which `AutoMixedPrecision.before_fit` asks every loop) against a read of
           /proc/cpuinfo each time (session 35)
+  calls:  what an inference loop's start costs less since session 37: the datasets' pipelines found without fastai's attribute delegation
+          (`_own_attr`), `lean_train_start` sending the loss to the device only where it is not there and asking for the default device only
+          where the loaders have none, and `lean_iter` handing a batch already on the loader's device on without `to_device`; against the code before
   null:   no shortcut, the same code on both sides: what the harness reads where nothing differs (session 32, 21 rounds each:
           tabular `get_preds` 0.996x [0.930-1.066], `predict` 1.023x [0.927-1.130], digits CNN `get_preds` 1.013x [0.960-1.070];
           an A/B whose change never ran in `predict` read 1.058x [1.000-1.119]: a gain of a few percent needs repeating)
-Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types,sliced,tabchunk,cpuflags,null} ROUNDS TASK... [--call preds|input|predict]
+Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types,sliced,tabchunk,cpuflags,calls,null} ROUNDS TASK... [--call preds|input|predict]
   --call: what each round calls 10 times: `get_preds` (default), `get_preds(with_input=True)`, or `predict` of the first validation item (session 29)"""
 import sys, time, warnings; warnings.filterwarnings('ignore')
 import torch
@@ -71,6 +74,28 @@ def read_cpu_has_bf16(): # (before session 35: /proc/cpuinfo read at each call)
         for l in f:
             if l.startswith('flags'): return bool({'avx512_bf16', 'amx_bf16'} & set(l.split(':',1)[1].split()))
     return False
+pipelines_now,train_start_now = fpp._pipelines,fc.lean_train_start
+def old_pipelines(dls): # (before session 37: the datasets' `tls` and `tfms` asked through fastai's attribute delegation)
+    for dl in fc.loaders_of(dls):
+        for nm in ('after_item','before_batch','after_batch'):
+            if isinstance(getattr(dl, nm, None), fpp.Pipeline): yield dl,nm
+        ds = getattr(dl, 'dataset', None)
+        for tl in getattr(ds, 'tls', [ds]):
+            if isinstance(getattr(tl, 'tfms', None), fpp.Pipeline): yield tl,'tfms'
+def old_train_start(self): # (before session 37)
+    self.learn.epoch,self.learn.loss = 0,fc.tensor(0.)
+    self.learn.train_iter,self.learn.pct_train = 0,0.
+    device = getattr(self.dls, 'device', fc.default_device())
+    if not fc.model_on(self.model, device): self.model.to(device)
+    if isinstance(self.loss_func, (fc.nn.Module, fc.BaseLoss)): self.loss_func.to(device)
+    if hasattr(self.model, 'reset'): self.model.reset()
+def lean_iter_s36(dl): # (before session 37: every batch through `to_device`)
+    dl.randomize(); dl.before_iter(); dl._DataLoader__idxs = dl.get_idxs(); torch.empty((), dtype=torch.int64).random_()
+    for b in dl.create_batches(dl.sample()):
+        if dl.device is not None: b = _fdl.to_device(b, dl.device)
+        yield dl.after_batch(b)
+    dl.after_iter(); dl.__dict__.pop('it', None)
+import types
 for name in args[2:]:
     w = _warm_learner(ZOO[name]()); d = w.dls.valid.new(shuffle=False, drop_last=False)
     fi = w.fast_inference
@@ -84,6 +109,10 @@ for name in args[2:]:
         elif what=='sliced': finf.sliced_batches = sliced_batches if on else no_slices
         elif what=='tabchunk': fpp._lean_tab_batches = chunked_tab_batches if on else lean_tab_batches # (looked up when a loop makes its loader lean)
         elif what=='cpuflags': fprec.cpu_has_bf16 = cpu_has_bf16 if on else read_cpu_has_bf16
+        elif what=='calls':
+            fpp._pipelines = pipelines_now if on else old_pipelines
+            w.train_eval.before_fit = types.MethodType(train_start_now if on else old_train_start, w.train_eval)
+            finf.lean_iter = lean_iter if on else lean_iter_s36
         elif what=='null': pass
         elif what=='types':
             fpp._Stack.batch,fpp._ItemCache.fresh = (stack_batch,fresh) if on else (old_stack_batch,old_fresh)

@@ -11,6 +11,7 @@ import numpy as np, pandas as pd
 from fastcore.basics import *
 from fastai.learner import Learner
 from fastai.callback.core import Callback, CancelFitException
+import torch
 from fastai.torch_core import find_bs
 from fastprogress.fastprogress import progress_bar
 from ..core import model_device, device_sync, no_bar
@@ -29,14 +30,18 @@ class _WallClock(Callback):
     def before_batch(self):
         if self.warmup==0 and not self.times: self.times.append(self._now())
     def after_batch(self):
-        self.i += 1
-        if self.i<=self.warmup:
-            if self.i==self.warmup: self.times.append(self._now() - self.paused)
+        # (its counters written to its `__dict__`: fastai's `Callback.__setattr__` searches the Learner and its model for the name first, some
+        # microseconds a batch that a plain loop's clock does not spend)
+        d = self.__dict__
+        i = d['i'] = d['i']+1
+        if i<=self.warmup:
+            if i==self.warmup: self.times.append(self._now() - self.paused)
             return
-        self.samples += find_bs(self.learn.yb)
-        now = time.perf_counter() if self.i<self.warmup+self.steps else self._now()
+        yb = self.learn.yb
+        d['samples'] += yb[0].shape[0] if type(yb) is tuple and yb and isinstance(yb[0], torch.Tensor) else find_bs(yb) # (fastai's `find_bs` for a tuple of tensors: its first's length)
+        now = time.perf_counter() if i<self.warmup+self.steps else self._now()
         self.times.append(now - self.paused)
-        if self.i>=self.warmup+self.steps: raise CancelFitException()
+        if i>=self.warmup+self.steps: raise CancelFitException()
     def before_validate(self): self._vstart = time.perf_counter()
     def after_validate(self): self.paused += time.perf_counter()-self._vstart
     def after_epoch(self):
