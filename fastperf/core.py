@@ -514,7 +514,7 @@ def flat_batch(learn:Learner, plan:BatchPlan):
     send('after_batch')
 
 def _smooth_code_ok(sl)->bool:
-    "Whether `_smooth` and `_smooth_value` compute what fastai's `AvgSmoothLoss` `sl` would, for a plain tensor loss: fastai's own class and code (none of its own on the object), no distributed gather"
+    "Whether `_smooth`, and `lean_record`'s two values of the smooth loss, compute what fastai's `AvgSmoothLoss` `sl` would, for a plain tensor loss: fastai's own class and code (none of its own on the object), no distributed gather"
     return (type(sl) is AvgSmoothLoss and 'accumulate' not in sl.__dict__ and num_distrib()<=1
             and fastai_code_checked('AvgSmoothLoss.accumulate', 'AvgSmoothLoss.value'))
 

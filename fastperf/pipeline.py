@@ -426,11 +426,12 @@ def _pad_chunk_cls():
     return getattr(sys.modules.get('fastai.text.data'), 'Pad_Chunk', None)
 
 def _pad_chunk(t, b)->tuple|None:
-    "What fastai's `Pad_Chunk` `t` makes of the items `b` of a batch (`pad_chunk` of each `TensorText`), computed on plain tensors, where each item is a tuple of tensors (None otherwise: fastai's call)"
+    "What fastai's `Pad_Chunk` `t` makes of the items `b` of a batch (`pad_chunk` of each `TensorText`), computed on plain tensors, where each item is a tuple of tensors and the pad and chunk length are `int`s (None otherwise: fastai's call)"
     TT = sys.modules['fastai.text.data'].TensorText
+    k,first,pad = t.seq_len,t.pad_first,t.pad_idx
+    if type(pad) is not int or type(k) is not int or k<1: return None # (`new_full` would cast a float pad to the documents' dtype, where fastai's `new_zeros(...)+pad_idx` promotes them)
     if type(b) not in (list, tuple) or not all(type(o) is tuple and all(isinstance(x, torch.Tensor) for x in o) for o in b): return None
     t.max_len = n = max([x.shape[0] for xs in b for x in xs if isinstance(x, TT)]) # (`Pad_Chunk.before_call`)
-    k,first,pad = t.seq_len,t.pad_first,t.pad_idx
     def one(x):
         if not isinstance(x, TT): return x
         y = _as_subclass(x, torch.Tensor)
@@ -733,22 +734,26 @@ def _stacked(dl):
     ds = dl.dataset
     c = _ITEM_CACHES.get(ds) if _ITEM_CACHES else None
     if c is None or not c.ok or not len(ds) or get_worker_info() is not None or dl.fake_l.num_workers or not _lean_batch_ok(dl) or c.sig!=_sig(ds.tls, _ITEM_MAKERS.get(dl) if _ITEM_MAKERS else None): return None
-    p = dl.after_item
-    key = (id(p.fs), len(p.fs), p.split_idx)
-    st = c.stacks.get(key, (None, None))[1] # (each entry holds its transforms' list: no other takes its identity while it lives)
-    if st is None:
+    return _kept(dl, c, (), _make_stack)
+
+def _kept(dl, c, kind:tuple, make):
+    "What `make(dl, c)` makes of all of `dl`'s items, kept in item cache `c` (under `kind` and the item pipeline's transforms), made once the cache holds (nearly) all the items, the rest made then; None while it cannot be used"
+    ds,p = dl.dataset,dl.after_item
+    key = kind+(id(p.fs), len(p.fs), p.split_idx)
+    got = c.stacks.get(key, (None, None))[1] # (each entry holds its transforms' list: no other takes its identity while it lives)
+    if got is None:
         if not c.fresh(): return None # an item transform changed a kept item in place last epoch: made anew, as fastai makes it
         miss = [s for s in range(len(ds)) if s not in c.items]
         if len(miss)>STACK_MISSING*len(ds): return None # the first epoch fills the cache
         for s in miss: dl.create_item(s)
-        st = (_make_stack(dl, c) if len(c.items)==len(ds) and c.ok else None) or False
-        if c.ok: c.stacks[key] = (p.fs, st)
-    return st if st and c.fresh() else None
+        got = (make(dl, c) if len(c.items)==len(ds) and c.ok else None) or False
+        if c.ok: c.stacks[key] = (p.fs, got)
+    return got if got and c.fresh() else None
 
 def _batch_idxs(dl, samps):
-    "The indices of each of `dl`'s batches as int64 tensors, from `samps` (fastai's `sample`) in its order, the last short batch dropped with `drop_last`; in the main process read from the loader's index list, which fastai's `sample` hands on whole there"
+    "The indices of each of `dl`'s batches as int64 tensors, from `samps` (fastai's `sample`) in its order, the last short batch dropped with `drop_last`; in the main process read from the loader's index list (a sequence: fastai's `SortedDL` shuffles into an iterator, read through `sample`), which fastai's `sample` hands on whole there"
     idxs = dl.__dict__.get('_DataLoader__idxs')
-    whole = idxs is not None and dl.num_workers==1 and dl.offs==0 and type(dl).sample is _FaDataLoader.sample and 'sample' not in dl.__dict__
+    whole = isinstance(idxs, (list, tuple, range, np.ndarray)) and dl.num_workers==1 and dl.offs==0 and type(dl).sample is _FaDataLoader.sample and 'sample' not in dl.__dict__
     idx = torch.from_numpy(np.asarray(idxs if whole else list(samps), dtype=np.int64))
     n = len(idx)//dl.bs*dl.bs if dl.drop_last else len(idx)
     return idx[:n].split(dl.bs) if n else ()
@@ -901,9 +906,84 @@ def _lean_pad_ok(dl)->bool:
             and not any(m in dl.__dict__ for m in ms[1:]) and all(getattr(type(dl), m) is getattr(_FaDataLoader, m) for m in ms)
             and fastai_code_checked('DataLoader.create_batches', 'DataLoader.do_batch', 'DataLoader.create_batch'))
 
+class _Ragged:
+    "A text loader's items (`do_item`) of every index, kept for padded batches: each column of documents as one flat tensor with each document's start and length, each other column stacked; the first item, whose types and metadata each batch takes (every item's are alike)"
+    def __init__(self, cols, docs, proto): self.cols,self.docs,self.proto = cols,docs,proto
+    def batch(self, dl, i):
+        "What `_padded_batch` makes of the items at indices `i` (int64): each column of documents padded as the loader's `Pad_Chunk` pads it, in one scatter of the documents' tokens gathered from the flat tensor, the other columns gathered; the types retained as fastai's `retain` does; None where `_padded_batch` would hand the batch to fastai's `do_batch`"
+        t = dl.before_batch.fs[0]
+        k,first,pad = t.seq_len,t.pad_first,t.pad_idx
+        if type(k) is not int or k<1 or type(pad) is not int or t.split_idx is not None or not len(i): return None
+        res = []
+        with _no_tf():
+            lens = [c[2][i] for c,d in zip(self.cols, self.docs) if d]
+            t.max_len = n = max([int(l.max()) for l in lens]) # (`Pad_Chunk.before_call`)
+            for c,d,p in zip(self.cols, self.docs, self.proto):
+                if not d: res.append(c.index_select(0, i)); continue
+                flat,offs = c[0],c[1]
+                lb = lens.pop(0)
+                before = lb.cumsum(0)-lb # (each document's first token's place in the batch's tokens)
+                start = (n-lb)//k*k if first else torch.zeros_like(lb)
+                at = torch.arange(int(lb.sum()))
+                rep = torch.stack([offs[i]-before, start-before, torch.arange(len(i))]).repeat_interleave(lb, dim=1)
+                out = flat.new_full((len(i), n), pad)
+                out[rep[2], at+rep[1]] = flat[at+rep[0]]
+                r = _as_subclass(out, type(p)); r.__dict__ = dict(p.__dict__) # (as `_padded_col`: the first document's metadata, copied)
+                res.append(r)
+        return dl.retain(tuple(res), [self.proto])
+
+def _make_ragged(dl, c):
+    "`_Ragged` of what `dl` makes of every index of its dataset (from the item cache `c`), where that is the same every time, each item a tuple of tensors whose documents are 1-D `TensorText`s of one dtype and whose other elements stack, all with the first item's metadata, and the first batch both ways is `_padded_batch`'s; None where not"
+    ds,p = dl.dataset,dl.after_item
+    TT = sys.modules['fastai.text.data'].TensorText
+    if not _rand_free(p): return None
+    items = [dl.do_item(s) for s in range(len(ds))]
+    if any(o is None for o in items) or not _same_twice(items[0], functools.partial(dl.do_item, 0)) or not c.fresh(): return None
+    proto = items[0]
+    if not (type(proto) is tuple and all(isinstance(x, torch.Tensor) for x in proto)) or not all(type(o) is tuple and len(o)==len(proto) for o in items): return None
+    cols,docs,nb = [],[],0
+    with _no_tf():
+        for j,p0 in enumerate(proto):
+            col,m0 = [o[j] for o in items],_meta(p0)
+            d = type(p0) is TT
+            if not all(type(x) is type(p0) and x.dtype==p0.dtype and x.device==p0.device and (x.ndim==1 if d else x.shape==p0.shape) and _same(_meta(x), m0) for x in col): return None
+            docs.append(d); nb += sum(x.nelement()*x.element_size() for x in col) + (16*len(col) if d else 0)
+        if not any(docs) or c.nbytes+nb>c.limit: return None
+        with torch.inference_mode(False):
+            for col,d in zip(zip(*items), docs):
+                if not d: cols.append(torch.stack(col)); continue
+                lens = torch.tensor([x.shape[0] for x in col])
+                cols.append((torch.cat(col), lens.cumsum(0)-lens, lens))
+    rs = _Ragged(cols, docs, proto)
+    t = dl.before_batch.fs[0]
+    old = t.__dict__.get('max_len', _NO_LEN) # (the check below pads a batch: the `Pad_Chunk`'s last length put back after it)
+    try:
+        ref = _padded_batch(dl, items[:min(dl.bs, len(items))])
+        if ref is None or not _same_batch(ref, rs.batch(dl, torch.arange(min(dl.bs, len(items))))): return None
+    finally:
+        if old is _NO_LEN: t.__dict__.pop('max_len', None)
+        else: t.max_len = old
+    c.nbytes += nb
+    return rs
+_NO_LEN = object()
+
+def _ragged(dl):
+    "The `_Ragged` of text loader `dl`'s items, made when the item cache of its dataset holds (nearly) all of them; None while it cannot be used"
+    ds = dl.dataset
+    c = _ITEM_CACHES.get(ds) if _ITEM_CACHES else None
+    if (c is None or not c.ok or not len(ds) or get_worker_info() is not None or dl.fake_l.num_workers or not is_lean(dl) or not dl.indexed
+        or c.sig!=_sig(ds.tls, _ITEM_MAKERS.get(dl) if _ITEM_MAKERS else None)): return None
+    return _kept(dl, c, ('ragged',), _make_ragged)
+
 def _lean_pad_batches(self, samps):
-    "fastai's `DataLoader.create_batches` for a loader `_lean_pad_ok` passed, as `lean_pipelines` sets it: each batch's documents padded straight into the batch (`_padded_batch`) where fastai pads each document and then stacks them; a batch it cannot make so, fastai's `do_batch`; a pass where the loader no longer passes `_lean_pad_ok` (a batch method of its own since), fastai's own"
+    "fastai's `DataLoader.create_batches` for a loader `_lean_pad_ok` passed, as `lean_pipelines` sets it: each batch's documents padded straight into the batch, once the item cache holds every item the same way each time gathered from them kept flat (`_Ragged`), before that from the items (`_padded_batch`), where fastai pads each document and then stacks them; a batch it cannot make so, fastai's `do_batch`; a pass where the loader no longer passes `_lean_pad_ok` (a batch method of its own since), fastai's own"
     if not _lean_pad_ok(self): yield from _FaDataLoader.create_batches(self, samps); return
+    rs = _ragged(self)
+    if rs is not None:
+        for i in _batch_idxs(self, samps):
+            b = rs.batch(self, i)
+            yield self.do_batch([self.do_item(int(s)) for s in i]) if b is None else b
+        return
     if self.dataset is not None: self.it = iter(self.dataset)
     res = filter(lambda o:o is not None, map(self.do_item, samps))
     for b in self.chunkify(res):

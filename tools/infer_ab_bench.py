@@ -15,10 +15,11 @@
   calls:  what an inference loop's start costs less since session 37: the datasets' pipelines found without fastai's attribute delegation
           (`_own_attr`), `lean_train_start` sending the loss to the device only where it is not there and asking for the default device only
           where the loaders have none, and `lean_iter` handing a batch already on the loader's device on without `to_device`; against the code before
+  ragged: a text loader's padded batches gathered from its items kept flat (`_Ragged`) against padded from the items per batch (session 37)
   null:   no shortcut, the same code on both sides: what the harness reads where nothing differs (session 32, 21 rounds each:
           tabular `get_preds` 0.996x [0.930-1.066], `predict` 1.023x [0.927-1.130], digits CNN `get_preds` 1.013x [0.960-1.070];
           an A/B whose change never ran in `predict` read 1.058x [1.000-1.119]: a gain of a few percent needs repeating)
-Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types,sliced,tabchunk,cpuflags,calls,null} ROUNDS TASK... [--call preds|input|predict]
+Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types,sliced,tabchunk,cpuflags,calls,ragged,null} ROUNDS TASK... [--call preds|input|predict]
   --call: what each round calls 10 times: `get_preds` (default), `get_preds(with_input=True)`, or `predict` of the first validation item (session 29)"""
 import sys, time, warnings; warnings.filterwarnings('ignore')
 import torch
@@ -74,7 +75,7 @@ def read_cpu_has_bf16(): # (before session 35: /proc/cpuinfo read at each call)
         for l in f:
             if l.startswith('flags'): return bool({'avx512_bf16', 'amx_bf16'} & set(l.split(':',1)[1].split()))
     return False
-pipelines_now,train_start_now = fpp._pipelines,fc.lean_train_start
+pipelines_now,train_start_now,ragged = fpp._pipelines,fc.lean_train_start,fpp._ragged
 def old_pipelines(dls): # (before session 37: the datasets' `tls` and `tfms` asked through fastai's attribute delegation)
     for dl in fc.loaders_of(dls):
         for nm in ('after_item','before_batch','after_batch'):
@@ -113,6 +114,7 @@ for name in args[2:]:
             fpp._pipelines = pipelines_now if on else old_pipelines
             w.train_eval.before_fit = types.MethodType(train_start_now if on else old_train_start, w.train_eval)
             finf.lean_iter = lean_iter if on else lean_iter_s36
+        elif what=='ragged': fpp._ragged = ragged if on else (lambda dl: None)
         elif what=='null': pass
         elif what=='types':
             fpp._Stack.batch,fpp._ItemCache.fresh = (stack_batch,fresh) if on else (old_stack_batch,old_fresh)
