@@ -698,12 +698,14 @@ def lean_iter(dl:DataLoader):
 
 def fast_all_batches(learn:Learner):
     "fastai's `Learner.all_batches`, each pass's loader iterated by `lean_iter` where `lean_iter_ok` passes it; fastai's own where the Learner's class has another `all_batches` or fastai's is not the code checked"
-    if type(learn).all_batches is not Learner.all_batches or not fastai_code_checked('Learner.all_batches'): return type(learn).all_batches(learn)
+    if not _all_batches_ok(learn): return type(learn).all_batches(learn)
     dl = learn.dl
     learn.n_iter = len(dl)
     for o in enumerate(lean_iter(dl) if lean_iter_ok(dl) else dl): learn.one_batch(*o)
 
-def _all_batches_ok(learn)->bool: return type(learn).all_batches is Learner.all_batches and fastai_code_checked('Learner.all_batches')
+def _all_batches_ok(learn)->bool:
+    "Whether `learn`'s class has fastai's own `all_batches`, in the code `fast_all_batches` copies"
+    return type(learn).all_batches is Learner.all_batches and fastai_code_checked('Learner.all_batches')
 _MORE_DISPATCH.append(('all_batches', fast_all_batches, _all_batches_ok))
 
 # %% ../nbs/00_core.ipynb #1a6d0a85

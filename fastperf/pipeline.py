@@ -863,15 +863,19 @@ from fastai.data.load import fa_collate
 from .core import LEAN_LOOP_CHECKED, fastai_code_checked
 LEAN_LOOP_CHECKED.update({'DataLoader.create_batches': '88898b506c243a5f', 'DataLoader.do_batch': 'b3cf5e40ad9580e1', 'DataLoader.create_batch': '8fbabee75f4aaf32'})
 
+def _pad_scatter(flat, starts, lens, n:int, k:int, first:bool, pad):
+    "Documents of lengths `lens` taken from the flat tokens `flat` (at `starts`; None: `flat` is those documents in turn), each padded to length `n` as fastai's `pad_chunk` pads it (the chunks of `k` pads in front of it with `first`, the rest after it), as the rows of one tensor of `pad`s: one scatter of all the tokens (call with `_no_tf` on)"
+    before = lens.cumsum(0)-lens # (each document's first token's place among the tokens)
+    start = (n-lens)//k*k if first else torch.zeros_like(lens)
+    at = torch.arange(int(lens.sum()))
+    rep = torch.stack([start-before, torch.arange(len(lens))] + ([] if starts is None else [starts-before])).repeat_interleave(lens, dim=1)
+    out = flat.new_full((len(lens), n), pad)
+    out[rep[1], at+rep[0]] = flat if starts is None else flat[at+rep[2]] # (each token's row and place in it)
+    return out
+
 def _padded_col(col, n, k, first, pad):
-    "The documents `col` (1-D `TensorText`s) each padded to length `n` as fastai's `pad_chunk` pads it (the chunks of `k` pads in front of it with `first`, the rest after it), stacked: one scatter of all the documents into a tensor of `pad`s"
-    with _no_tf():
-        lens = torch.tensor([x.shape[0] for x in col])
-        flat = torch.cat(col)
-        out = flat.new_full((len(col), n), pad)
-        start = (n-lens)//k*k if first else torch.zeros_like(lens)
-        pos = torch.arange(flat.shape[0]) + (start-(lens.cumsum(0)-lens)).repeat_interleave(lens) # each token's place in its row
-        out[torch.arange(len(col)).repeat_interleave(lens), pos] = flat
+    "The documents `col` (1-D `TensorText`s) each padded to length `n` as fastai's `pad_chunk` pads it (the chunks of `k` pads in front of it with `first`, the rest after it), stacked: one scatter of all the documents into a tensor of `pad`s (`_pad_scatter`)"
+    with _no_tf(): out = _pad_scatter(torch.cat(col), None, torch.tensor([x.shape[0] for x in col]), n, k, first, pad)
     res = _as_subclass(out, type(col[0]))
     res.__dict__ = dict(col[0].__dict__) # (what stacking the padded documents gives: the first one's metadata, copied)
     return res
@@ -920,15 +924,7 @@ class _Ragged:
             t.max_len = n = max([int(l.max()) for l in lens]) # (`Pad_Chunk.before_call`)
             for c,d,p in zip(self.cols, self.docs, self.proto):
                 if not d: res.append(c.index_select(0, i)); continue
-                flat,offs = c[0],c[1]
-                lb = lens.pop(0)
-                before = lb.cumsum(0)-lb # (each document's first token's place in the batch's tokens)
-                start = (n-lb)//k*k if first else torch.zeros_like(lb)
-                at = torch.arange(int(lb.sum()))
-                rep = torch.stack([offs[i]-before, start-before, torch.arange(len(i))]).repeat_interleave(lb, dim=1)
-                out = flat.new_full((len(i), n), pad)
-                out[rep[2], at+rep[1]] = flat[at+rep[0]]
-                r = _as_subclass(out, type(p)); r.__dict__ = dict(p.__dict__) # (as `_padded_col`: the first document's metadata, copied)
+                r = _as_subclass(_pad_scatter(c[0], c[1][i], lens.pop(0), n, k, first, pad), type(p)); r.__dict__ = dict(p.__dict__) # (as `_padded_col`: the first document's metadata, copied)
                 res.append(r)
         return dl.retain(tuple(res), [self.proto])
 
