@@ -683,11 +683,24 @@ def _there(b, dev)->bool:
     return (type(b) is tuple and _fdl.to_device is _FA_TO_DEVICE and (dev.type=='cpu' or defaults.use_cuda is not False)
             and all(type(t) is torch.Tensor and t.device==dev for t in b))
 
+LEAN_LOOP_CHECKED.update({'DataLoader.get_idxs': '526553bd74c81713', 'WeightedDL.get_idxs': '83f54609f93c45ad', 'TabWeightedDL.get_idxs': '802d56e9cfc16421'})
+_HANDS_OVER = {('fastai.callback.data', 'WeightedDL'), ('fastai.tabular.core', 'TabWeightedDL')} # their `get_idxs` is `DataLoader`'s when unshuffled
+
+def _in_order(dl)->bool:
+    "Whether fastai's code gives loader `dl`'s indices in the dataset's order (`range(dl.n)`): an indexed fastai `DataLoader` of known size, unshuffled, whose `get_idxs` is `DataLoader`'s or one of `_HANDS_OVER`, each in the code checked"
+    if not isinstance(dl, _FaDL) or dl.shuffle or not dl.indexed or dl.n is None or 'get_idxs' in dl.__dict__: return False
+    for c in type(dl).__mro__:
+        f = c.__dict__.get('get_idxs')
+        if f is None: continue
+        if c is _FaDL: return fastai_code_checked('DataLoader.get_idxs')
+        if (c.__module__, c.__name__) not in _HANDS_OVER or _source_digest(f)!=LEAN_LOOP_CHECKED[f'{c.__name__}.get_idxs']: return False
+    return False
+
 def lean_iter(dl:DataLoader):
     "fastai's `DataLoader.__iter__` for a loader `lean_iter_ok` passed, without torch's single-process iterator around `create_batches`: the same batches, events and random draws"
     dl.randomize()
     dl.before_iter()
-    dl._DataLoader__idxs = dl.get_idxs() # (fastai's `self.__idxs`, read by `sample`)
+    dl._DataLoader__idxs = range(dl.n) if _in_order(dl) else dl.get_idxs() # (fastai's `self.__idxs`, read by `sample`; what fastai's `get_idxs` lists for a loader in order, as a range)
     torch.empty((), dtype=torch.int64).random_() # the draw torch's iterator makes when it is created (its workers' base seed)
     dev = None if dl.device is None else torch.device(dl.device)
     for b in dl.create_batches(dl.sample()): # what `_FakeLoader.__iter__` iterates
@@ -715,19 +728,7 @@ from fastcore.foundation import L
 from fastcore.xtras import ContextManagers, is_listy
 from fastai.learner import _ConstantFunc, nested_reorder
 
-LEAN_LOOP_CHECKED.update({'Learner.get_preds': 'e47ee331d8da2713', 'DataLoader.get_idxs': '526553bd74c81713', 'WeightedDL.get_idxs': '83f54609f93c45ad', 'TabWeightedDL.get_idxs': '802d56e9cfc16421'})
-_HANDS_OVER = {('fastai.callback.data', 'WeightedDL'), ('fastai.tabular.core', 'TabWeightedDL')} # their `get_idxs` is `DataLoader`'s when unshuffled
-
-def _in_order(dl)->bool:
-    "Whether fastai's code gives loader `dl`'s indices in the dataset's order (`range(dl.n)`): an indexed fastai `DataLoader` of known size, unshuffled, whose `get_idxs` is `DataLoader`'s or one of `_HANDS_OVER`, each in the code checked"
-    if not isinstance(dl, _FaDL) or dl.shuffle or not dl.indexed or dl.n is None or 'get_idxs' in dl.__dict__: return False
-    for c in type(dl).__mro__:
-        f = c.__dict__.get('get_idxs')
-        if f is None: continue
-        if c is _FaDL: return fastai_code_checked('DataLoader.get_idxs')
-        if (c.__module__, c.__name__) not in _HANDS_OVER or _source_digest(f)!=LEAN_LOOP_CHECKED[f'{c.__name__}.get_idxs']: return False
-    return False
-
+LEAN_LOOP_CHECKED.update({'Learner.get_preds': 'e47ee331d8da2713'})
 def _in_order_results(t, n:int):
     "fastai's `nested_reorder(t, tensor(range(n)).argsort())` without its copies: a tensor (or `L`) of `n` rows as it is, any other indexed by `range(n)` as fastai's is"
     if isinstance(t, torch.Tensor): return t if t.shape[:1]==(n,) else t[torch.arange(n)]

@@ -274,10 +274,10 @@ def _lean_infer_batches(learn, fi):
     n = getattr(learn.dls, 'n_inp', None)
     learn.n_iter = len(learn.dl)
     dl = learn.dl
-    # where the loop makes the inputs channels-last and hands them to the model alone (not gathered), a stacked loader slices each batch from a
-    # channels-last copy of its stack: no gather, no conversion
-    sl = n is not None and not g.with_input and (cl or (fi.channels_last and learn.model.__dict__.get('_fp_cl_error', False) is None))
-    with (sliced_batches(dl, n) if sl else contextlib.nullcontext()):
+    # where the loop hands the inputs to the model alone (not gathered), a stacked loader slices each batch from a copy of its stack: no gather,
+    # and, where the loop makes the inputs channels-last, no conversion (the copy's inputs are)
+    to_cl = cl or (fi.channels_last and learn.model.__dict__.get('_fp_cl_error', False) is None)
+    with (sliced_batches(dl, n if to_cl else 0) if n is not None and not g.with_input else contextlib.nullcontext()):
         for i,b in enumerate(lean_iter(dl) if lean_iter_ok(dl) else dl): # (without torch's iterator where it does nothing)
             learn.iter = i
             if not on_model_device(b, learn.model): b = learn._set_device(b)

@@ -754,7 +754,7 @@ def _batch_idxs(dl, samps):
     "The indices of each of `dl`'s batches as int64 tensors, from `samps` (fastai's `sample`) in its order, the last short batch dropped with `drop_last`; in the main process read from the loader's index list (a sequence: fastai's `SortedDL` shuffles into an iterator, read through `sample`), which fastai's `sample` hands on whole there"
     idxs = dl.__dict__.get('_DataLoader__idxs')
     whole = isinstance(idxs, (list, tuple, range, np.ndarray)) and dl.num_workers==1 and dl.offs==0 and type(dl).sample is _FaDataLoader.sample and 'sample' not in dl.__dict__
-    idx = torch.from_numpy(np.asarray(idxs if whole else list(samps), dtype=np.int64))
+    idx = torch.arange(idxs.start, idxs.stop, idxs.step) if whole and type(idxs) is range else torch.from_numpy(np.asarray(idxs if whole else list(samps), dtype=np.int64)) # (`lean_iter` gives a loader in order a range)
     n = len(idx)//dl.bs*dl.bs if dl.drop_last else len(idx)
     return idx[:n].split(dl.bs) if n else ()
 

@@ -16,10 +16,14 @@
           (`_own_attr`), `lean_train_start` sending the loss to the device only where it is not there and asking for the default device only
           where the loaders have none, and `lean_iter` handing a batch already on the loader's device on without `to_device`; against the code before
   ragged: a text loader's padded batches gathered from its items kept flat (`_Ragged`) against padded from the items per batch (session 37)
+  range:  `lean_iter` giving a loader in order (`_in_order`) its indices as a range, read by `_batch_idxs` as one `arange`, against fastai's
+          `get_idxs` list read through NumPy (session 38)
+  slices: a stacked loader whose inputs the lean loop leaves in fastai's layout sliced from a copy of its stack too, against gathered (before
+          session 38 only a loader whose inputs the loop makes channels-last was sliced)
   null:   no shortcut, the same code on both sides: what the harness reads where nothing differs (session 32, 21 rounds each:
           tabular `get_preds` 0.996x [0.930-1.066], `predict` 1.023x [0.927-1.130], digits CNN `get_preds` 1.013x [0.960-1.070];
           an A/B whose change never ran in `predict` read 1.058x [1.000-1.119]: a gain of a few percent needs repeating)
-Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types,sliced,tabchunk,cpuflags,calls,ragged,null} ROUNDS TASK... [--call preds|input|predict]
+Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types,sliced,tabchunk,cpuflags,calls,ragged,range,slices,null} ROUNDS TASK... [--call preds|input|predict]
   --call: what each round calls 10 times: `get_preds` (default), `get_preds(with_input=True)`, or `predict` of the first validation item (session 29)"""
 import sys, time, warnings; warnings.filterwarnings('ignore')
 import torch
@@ -96,6 +100,14 @@ def lean_iter_s36(dl): # (before session 37: every batch through `to_device`)
         if dl.device is not None: b = _fdl.to_device(b, dl.device)
         yield dl.after_batch(b)
     dl.after_iter(); dl.__dict__.pop('it', None)
+def lean_iter_s37(dl): # (before session 38: every loader's indices from its `get_idxs`)
+    dl.randomize(); dl.before_iter(); dl._DataLoader__idxs = dl.get_idxs(); torch.empty((), dtype=torch.int64).random_()
+    dev = None if dl.device is None else torch.device(dl.device)
+    for b in dl.create_batches(dl.sample()):
+        if dev is not None and not fc._there(b, dev): b = _fdl.to_device(b, dl.device)
+        yield dl.after_batch(b)
+    dl.after_iter(); dl.__dict__.pop('it', None)
+def cl_slices_only(dl, n_cl=0): return sliced_batches(dl, n_cl) if n_cl else contextlib.nullcontext() # (before session 38)
 import types
 for name in args[2:]:
     w = _warm_learner(ZOO[name]()); d = w.dls.valid.new(shuffle=False, drop_last=False)
@@ -115,6 +127,8 @@ for name in args[2:]:
             w.train_eval.before_fit = types.MethodType(train_start_now if on else old_train_start, w.train_eval)
             finf.lean_iter = lean_iter if on else lean_iter_s36
         elif what=='ragged': fpp._ragged = ragged if on else (lambda dl: None)
+        elif what=='range': finf.lean_iter = lean_iter if on else lean_iter_s37
+        elif what=='slices': finf.sliced_batches = sliced_batches if on else cl_slices_only
         elif what=='null': pass
         elif what=='types':
             fpp._Stack.batch,fpp._ItemCache.fresh = (stack_batch,fresh) if on else (old_stack_batch,old_fresh)
