@@ -6,7 +6,7 @@ Docs: https://fastperf.github.io/fastperf/measure_inference.html.md"""
 
 # %% ../../nbs/28_measure_inference.ipynb #e9f01fe4
 from __future__ import annotations
-import time, functools, statistics, warnings
+import time, math, functools, statistics, warnings
 import pandas as pd
 from fastcore.foundation import L
 from fastai.learner import Learner
@@ -23,8 +23,11 @@ from .reference import plain_inference
 __all__ = ['inference_parity', 'get_preds_breakdown', 'predict_input', 'predict_latency']
 
 # %% ../../nbs/28_measure_inference.ipynb #19ba189c
-def _timed(f):
-    t0 = time.perf_counter(); r = f(); return r,time.perf_counter()-t0
+def _timed(f, calls:int=1):
+    "(the last result, seconds) of `calls` calls of `f`"
+    t0 = time.perf_counter()
+    for _ in range(calls): r = f()
+    return r,time.perf_counter()-t0
 
 def _unlabeled_dl(learn, dl, n:int):
     "A `test_dl` of the first `n` items of `dl` without their labels, batched as `dl` (None, with a warning, where fastai cannot make one)"
@@ -50,10 +53,12 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
                      show:bool=True, # A progress bar over the rounds (it leaves nothing behind)
                      unlabeled:bool=True, # Also time `get_preds` on a `test_dl` of the same items without their labels (what serving runs)
                      extra:dict|None=None, # Name -> another Learner on the same data, set up as it is (e.g. `to_fastperf()` and `to_fast_inference()` after training), whose `get_preds` on the same items joins the rounds
+                     min_secs:float=0.05, # Each loop runs at least about this long a round: as many calls as its second warm-up call says fit (a loop of a few milliseconds is timed over several calls; 0: one call)
                     ):
     "img/s of fastai's `get_preds` (defaults, and with `to_fast_inference`) and of plain PyTorch loops (fp32, and with the same features), interleaved"
     for nm,v,ok,want in (('n_items', n_items, n_items is None or (isinstance(n_items, int) and n_items>=1), 'None or an int >= 1'),
-                         ('rounds', rounds, isinstance(rounds, int) and rounds>=1, 'an int >= 1'), ('bs', bs, bs is None or (isinstance(bs, int) and bs>=1), 'None or an int >= 1')):
+                         ('rounds', rounds, isinstance(rounds, int) and rounds>=1, 'an int >= 1'), ('bs', bs, bs is None or (isinstance(bs, int) and bs>=1), 'None or an int >= 1'),
+                         ('min_secs', min_secs, isinstance(min_secs, (int, float)) and not isinstance(min_secs, bool) and 0<=min_secs<float('inf'), 'a number >= 0')):
         if not ok: raise ValueError(f"inference_parity: {nm} must be {want}, got {v!r}")
     if extra is not None and not (isinstance(extra, dict) and all(isinstance(l, Learner) for l in extra.values())):
         raise ValueError(f"inference_parity: extra must be a dict of name -> Learner, got {type(extra).__name__}")
@@ -70,31 +75,36 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
     batches = [to_device(cast_to_tensor(b), dev) for b in dl] # in memory, on the device, after fastai's batch transforms: the plain loops get their data for free
     def get_preds(d=dl):
         with no_bar(learn): return learn.get_preds(dl=d)[0]
-    def fastai_default():
+    def fastai_default(calls):
         learn.undo_fast_inference(verbose=False)
-        return _timed(get_preds)
-    def fastai_fast(d=dl): # the settings are made and undone outside the clock, as the plain loop converts its model outside its own
+        return _timed(get_preds, calls)
+    def fastai_fast(calls, d=dl): # the settings are made and undone outside the clock, as the plain loop converts its model outside its own
         learn.to_fast_inference(channels_last=s['channels_last'], precision=s['precision'], compile=compile, verbose=False)
-        try: return _timed(functools.partial(get_preds, d))
+        try: return _timed(functools.partial(get_preds, d), calls)
         finally: learn.undo_fast_inference(verbose=False)
     def other(l, d):
-        def f():
-            with no_bar(l): return _timed(lambda: l.get_preds(dl=d)[0])
+        def f(calls):
+            with no_bar(l): return _timed(lambda: l.get_preds(dl=d)[0], calls)
         return f
+    def plain(calls, **kw): # (each call timed by `plain_inference` itself, its model's conversion outside the clock)
+        tot = 0.
+        for _ in range(calls): p,secs = plain_inference(learn.model, batches, act=act, n_inp=ni, **kw); tot += secs
+        return p,tot
     extra = {k:other(l, l.dls.valid.new(shuffle=False, drop_last=False, bs=dl.bs, n=n)) for k,l in (extra or {}).items()}
     configs = {'fastai get_preds, defaults': fastai_default,
                'fastai get_preds + to_fast_inference': fastai_fast,
-               **({'fastai get_preds + to_fast_inference, unlabeled test_dl': functools.partial(fastai_fast, tdl)} if tdl is not None else {}),
+               **({'fastai get_preds + to_fast_inference, unlabeled test_dl': functools.partial(fastai_fast, d=tdl)} if tdl is not None else {}),
                **extra,
-               'plain loop, fp32': (lambda: plain_inference(learn.model, batches, act=act, n_inp=ni)),
-               'plain loop, same features': (lambda: plain_inference(learn.model, batches, channels_last=s['channels_last'], precision=s['precision'], act=act, n_inp=ni))}
+               'plain loop, fp32': plain,
+               'plain loop, same features': functools.partial(plain, channels_last=s['channels_last'], precision=s['precision'])}
     try:
         if had is not None: learn.undo_fast_inference(verbose=False)
-        for f in configs.values(): f() # warm-up (and compile)
+        for f in configs.values(): f(1) # warm-up (and compile)
+        calls = {k:max(1, math.ceil(min_secs/max(f(1)[1], 1e-9))) for k,f in configs.items()}
         preds = {}
         def job(k):
             def f(r):
-                preds[k],secs = configs[k](); return n/secs
+                preds[k],secs = configs[k](calls[k]); return n*calls[k]/secs
             return f
         res = interleave({k:job(k) for k in configs}, rounds=rounds, show=show)
     finally:
@@ -111,7 +121,7 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
     df = pd.DataFrame(rows)
     base = preds['fastai get_preds, defaults']
     df['max_abs_diff_vs_default'] = [float((preds[k]-base).abs().max()) for k in res]
-    df.attrs.update(env_info(s['device']), precision=s['precision'], channels_last=s['channels_last'], n_items=n, bs=dl.bs, rounds=rounds,
+    df.attrs.update(env_info(s['device']), precision=s['precision'], channels_last=s['channels_last'], n_items=n, bs=dl.bs, rounds=rounds, calls=calls,
                     per_round={k:list(v) for k,v in res.items()}) # items/s of each round, for other ratios with intervals (`ratio_interval`)
     return df.set_index('loop')
 
