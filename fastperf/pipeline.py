@@ -645,8 +645,8 @@ def _fa_item(dl)->bool:
     return fa and type(dl).create_item is _FaDataLoader.create_item
 
 def is_lean(dl)->bool:
-    "Whether loader `dl` makes its items with the lean `create_item` (`lean_pipelines`)"
-    return getattr(dl.__dict__.get('create_item'), '__func__', None) is _lean_create_item
+    "Whether loader `dl` makes its items with the lean `create_item` (`lean_pipelines`); False for anything else a loop may iterate (a list of batches: fastai's `layer_info`)"
+    return getattr(getattr(dl, '__dict__', {}).get('create_item'), '__func__', None) is _lean_create_item
 
 STACK_MISSING = 0.1 # a loader stacks its items once at most this share of them is not in the item cache yet (the rest are made then)
 

@@ -5,7 +5,8 @@ same batches made ready beforehand with `to_fast_inference`'s features (the zoo'
   1. per call, medians over ROUNDS calls: before the first forward, between two forwards, after the last, and the forwards themselves
   2. per call, each callback's loop-level events (`before_fit` ... `after_fit`; the batch events of fastperf's lean loop are not sent)
   3. the ceiling (session 35): `get_preds`, a bare loop over the same lean loader (`lean_iter`, the cast, channels-last, autocast, the
-     forward, the concatenation and activation; no event, no context) and the plain loop, interleaved calls (ms per call, ratios to the
+     forward, the concatenation and activation; a recurrent model reset first and its output taken from its states, as fastai's
+     `ModelResetter` and `RNNCallback` do; no event, no context) and the plain loop, interleaved calls (ms per call, ratios to the
      plain loop with intervals): how far the loader alone, with no loop protocol at all, is from the plain loop's ready batches
 Why not `fastperf.measure.inference.get_preds_breakdown`: its timestamping callbacks are callbacks the lean inference loop does not know,
 so they send the Learner back to fastai's loop; hooks on the model leave the loop a user gets after `to_fast_inference()` as it is.
@@ -77,16 +78,18 @@ def ceiling(w, dl, fi, act, ni, plain, rounds):
     dt = {'bf16': torch.bfloat16, 'fp16': torch.float16}.get(fi.precision)
     def bare():
         w.model.eval(); out = []
+        if hasattr(w.model, 'reset'): w.model.reset() # (fastai's `ModelResetter`, around the loop of a recurrent model)
         with torch.inference_mode(), torch.autocast(fi._dev_type, dtype=dt or torch.bfloat16, enabled=dt is not None):
             with (sliced_batches(dl, ni) if fi.channels_last else contextlib.nullcontext()):
                 for b in lean_iter(dl):
                     xb = cast_to_tensor(b[:ni])
-                    out.append(w.model(*(as_channels_last(xb) if fi.channels_last else xb)).float())
+                    o = w.model(*(as_channels_last(xb) if fi.channels_last else xb))
+                    out.append((o[0] if isinstance(o, tuple) else o).float()) # (fastai's `RNNCallback`: a recurrent model's output, not its hidden states)
         return act(torch.cat(out))
-    def gp():
-        with no_bar(w): return w.get_preds(dl=dl)[0]
+    def gp(reorder=True):
+        with no_bar(w): return w.get_preds(dl=dl, reorder=reorder)[0]
     try:
-        assert torch.equal(gp(), bare()), "the bare loop must give get_preds' predictions"
+        assert torch.equal(gp(reorder=False), bare()), "the bare loop must give get_preds' predictions (in the loader's order: a `SortedDL` is reordered after)"
         def job(f):
             def g(r):
                 t0 = time.perf_counter()
