@@ -729,12 +729,17 @@ def _make_stack(dl, c):
     c.nbytes += n
     return st
 
-def _stacked(dl):
-    "The stack of `dl`'s items, made when the item cache of its dataset holds (nearly) all of them; None while it cannot be used"
+def _usable_cache(dl):
+    "The item cache of `dl`'s dataset where the main process reads `dl`'s items from it (it stands, for this loader's item makers, with no workers); None where not"
     ds = dl.dataset
     c = _ITEM_CACHES.get(ds) if _ITEM_CACHES else None
-    if c is None or not c.ok or not len(ds) or get_worker_info() is not None or dl.fake_l.num_workers or not _lean_batch_ok(dl) or c.sig!=_sig(ds.tls, _ITEM_MAKERS.get(dl) if _ITEM_MAKERS else None): return None
-    return _kept(dl, c, (), _make_stack)
+    if c is None or not c.ok or not len(ds) or get_worker_info() is not None or dl.fake_l.num_workers or c.sig!=_sig(ds.tls, _ITEM_MAKERS.get(dl) if _ITEM_MAKERS else None): return None
+    return c
+
+def _stacked(dl):
+    "The stack of `dl`'s items, made when the item cache of its dataset holds (nearly) all of them; None while it cannot be used"
+    c = _usable_cache(dl)
+    return _kept(dl, c, (), _make_stack) if c is not None and _lean_batch_ok(dl) else None
 
 def _kept(dl, c, kind:tuple, make):
     "What `make(dl, c)` makes of all of `dl`'s items, kept in item cache `c` (under `kind` and the item pipeline's transforms), made once the cache holds (nearly) all the items, the rest made then; None while it cannot be used"
@@ -965,11 +970,8 @@ _NO_LEN = object()
 
 def _ragged(dl):
     "The `_Ragged` of text loader `dl`'s items, made when the item cache of its dataset holds (nearly) all of them; None while it cannot be used"
-    ds = dl.dataset
-    c = _ITEM_CACHES.get(ds) if _ITEM_CACHES else None
-    if (c is None or not c.ok or not len(ds) or get_worker_info() is not None or dl.fake_l.num_workers or not is_lean(dl) or not dl.indexed
-        or c.sig!=_sig(ds.tls, _ITEM_MAKERS.get(dl) if _ITEM_MAKERS else None)): return None
-    return _kept(dl, c, ('ragged',), _make_ragged)
+    c = _usable_cache(dl) if is_lean(dl) and dl.indexed else None
+    return _kept(dl, c, ('ragged',), _make_ragged) if c is not None else None
 
 def _lean_pad_batches(self, samps):
     "fastai's `DataLoader.create_batches` for a loader `_lean_pad_ok` passed, as `lean_pipelines` sets it: each batch's documents padded straight into the batch, once the item cache holds every item the same way each time gathered from them kept flat (`_Ragged`), before that from the items (`_padded_batch`), where fastai pads each document and then stacks them; a batch it cannot make so, fastai's `do_batch`; a pass where the loader no longer passes `_lean_pad_ok` (a batch method of its own since), fastai's own"
