@@ -17,12 +17,12 @@ from fastai.torch_core import default_device
 __all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'fast_named_modules', 'fast_modules', 'first_param', 'model_device',
            'device_sync', 'device_name', 'env_info', 'no_bar', 'fastai_class', 'fastai_instances', 'running_loops',
            'LearnerMethod', 'set_learner_method', 'unset_learner_method', 'learner_base', 'RestoringCallback',
-           'loaders_of', 'RNGState', 'fast_to_detach', 'may_handle', 'fast_call_one', 'BatchPlan', 'batch_plan',
-           'send_event', 'FastCallback', 'float_pred', 'fastai_code_checked', 'lean_loop_ok', 'lean_batch_ok',
-           'on_model_device', 'fast_one_batch', 'fast_with_events', 'fast_do_one_batch', 'flat_batch_ok', 'flat_batch',
-           'lean_record', 'lean_record_ok', 'lean_train_iter', 'lean_train_iter_ok', 'model_on', 'lean_train_start',
-           'lean_train_start_ok', 'set_fast_dispatch', 'to_device_hookable', 'hook_to_device', 'lean_iter_ok',
-           'lean_iter', 'fast_all_batches', 'fast_get_preds']
+           'loaders_of', 'RNGState', 'fast_to_detach', 'pass_detach', 'may_handle', 'fast_call_one', 'BatchPlan',
+           'batch_plan', 'send_event', 'FastCallback', 'float_pred', 'fastai_code_checked', 'lean_loop_ok',
+           'lean_batch_ok', 'model_batch_device', 'batch_on', 'on_model_device', 'fast_one_batch', 'fast_with_events',
+           'fast_do_one_batch', 'flat_batch_ok', 'flat_batch', 'lean_record', 'lean_record_ok', 'lean_train_iter',
+           'lean_train_iter_ok', 'model_on', 'lean_train_start', 'lean_train_start_ok', 'set_fast_dispatch',
+           'to_device_hookable', 'hook_to_device', 'lean_iter_ok', 'lean_iter', 'fast_all_batches', 'fast_get_preds']
 
 # %% ../nbs/00_core.ipynb #2cbb2719
 _NO_WALK = object()
@@ -301,6 +301,15 @@ def fast_to_detach(learn:Learner, b, cpu=True, gather=True):
         if r is not None: return r
     return _fa_to_detach(b, cpu, gather)
 
+def pass_detach(learn:Learner):
+    "What `learn.to_detach(b)` does with a batch's prediction or targets, found once for a loop that runs no callback between its batches (fastperf's lean inference loop): where the Learner's `to_detach` is `fast_to_detach`, its loader (`learn.dl`) has none of its own and no distributed gather runs, a plain tensor (or tuple of them) detached directly (`_plain_detach`), anything else handed to `learn.to_detach`; else `learn.to_detach` itself"
+    f = learn.to_detach
+    if getattr(f, 'fn', None) is not fast_to_detach or _dl_to_detach(getattr(learn, 'dl', None)) is not None or num_distrib()>1: return f
+    def det(b):
+        r = _plain_detach(b, True)
+        return f(b) if r is None else r
+    return det
+
 # %% ../nbs/00_core.ipynb #01d86edd
 from fastai.callback.core import event as _event
 from fastcore.basics import GetAttr as _GetAttr
@@ -440,11 +449,19 @@ def lean_batch_ok(learn:Learner)->bool:
     return (t.one_batch is Learner.one_batch and t._set_device is Learner._set_device and t._split is Learner._split
             and fastai_code_checked('Learner.one_batch', 'Learner._set_device', 'Learner._split'))
 
+def model_batch_device(model)->torch.device|None:
+    "The device of `model`'s first parameter, where fastai's `_set_device` sends a batch (so it hands back one whose tensors are all there: `batch_on`); None where there is none, or where fastai's `to_device` sends to the CPU instead (`defaults.use_cuda` False)"
+    p = first_param(model)
+    return None if p is None or (defaults.use_cuda==False and p.device.type!='cpu') else p.device
+
+def batch_on(b, dev)->bool:
+    "Whether batch `b` is a tuple of tensors all on device `dev` (False for `dev` None)"
+    if dev is None or type(b) is not tuple: return False
+    with torch._C.DisableTorchFunctionSubclass(): return all(isinstance(x, torch.Tensor) and x.device==dev for x in b) # (a fastai tensor's device read without its `__torch_function__`: 1 us, not 5)
+
 def on_model_device(b, model)->bool:
     "Whether batch `b` is a tuple of tensors all on the device of `model`'s first parameter, where fastai's `_set_device` sends it (so it would hand back the same tensors; a fastai tensor's metadata as a copy)"
-    p = first_param(model)
-    if p is None or type(b) is not tuple or (defaults.use_cuda==False and p.device.type!='cpu'): return False # (fastai's `to_device` sends to the CPU then)
-    with torch._C.DisableTorchFunctionSubclass(): return all(isinstance(x, torch.Tensor) and x.device==p.device for x in b) # (a fastai tensor's device read without its `__torch_function__`: 1 us, not 5)
+    return batch_on(b, model_batch_device(model))
 
 _ninp_found = weakref.WeakKeyDictionary() # Learner -> (id of its `DataLoaders`, their `n_inp` or None)
 

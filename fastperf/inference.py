@@ -28,7 +28,7 @@ from fasttransform import Pipeline
 from fastai.data.transforms import IntToFloatTensor, Normalize
 from fastai.torch_core import to_cpu, batch_to_samples, apply
 from .precision import AutoMixedPrecision, mixed_precision_cbs, cb_precision
-from .core import (fastai_code_checked, on_model_device, lean_iter, lean_iter_ok, fast_one_batch, fast_with_events,
+from .core import (fastai_code_checked, model_batch_device, batch_on, pass_detach, lean_iter, lean_iter_ok, fast_one_batch, fast_with_events,
                            fast_do_one_batch, fast_call_one, lean_record, lean_train_iter, learner_base)
 from .cast import CastToTensor
 from .channelslast import ChannelsLast
@@ -274,17 +274,18 @@ def _lean_infer_batches(learn, fi):
     n = getattr(learn.dls, 'n_inp', None)
     learn.n_iter = len(learn.dl)
     dl = learn.dl
+    dev,det = model_batch_device(learn.model),pass_detach(learn) # (found once for the loop: no callback runs between its batches to move the model or change the loader)
     # where the loop hands the inputs to the model alone (not gathered), a stacked loader slices each batch from a copy of its stack: no gather,
     # and, where the loop makes the inputs channels-last, no conversion (the copy's inputs are)
     to_cl = cl or (fi.channels_last and learn.model.__dict__.get('_fp_cl_error', False) is None)
     with (sliced_batches(dl, n if to_cl else 0) if n is not None and not g.with_input else contextlib.nullcontext()):
         for i,b in enumerate(lean_iter(dl) if lean_iter_ok(dl) else dl): # (without torch's iterator where it does nothing)
             learn.iter = i
-            if not on_model_device(b, learn.model): b = learn._set_device(b)
+            if not batch_on(b, dev): b = learn._set_device(b) # (fastai's `_set_device` would hand it back as it is)
             k = n if n is not None else 1 if len(b)==1 else len(b)-1 # (fastai's `_split`)
             xb,yb = b[:k],b[k:]
             if cl and not g.with_input: xb = as_channels_last(xb) # ChannelsLast (order -1), which leaves an input that is gathered in fastai's layout
-            if g.with_input: g.inputs.append(learn.to_detach(xb)) # GatherPredsCallback (0), before the casts (9)
+            if g.with_input: g.inputs.append(det(xb)) # GatherPredsCallback (0), before the casts (9)
             if cast: xb,yb = cast_to_tensor(xb),cast_to_tensor(yb) # CastToTensor (9)
             if fcast:
                 learn.xb,learn.yb = xb,yb
@@ -301,7 +302,7 @@ def _lean_infer_batches(learn, fi):
             if ac: learn.pred = float_pred(learn.pred) # FastInference (9)
             # no loss (`fi` empties `yb` after the prediction); after the batch: GatherPredsCallback (0) gathers the prediction and targets,
             # FastInference (9) empties `yb` for the Recorder (50), which then has nothing to do; ProgressCallback (60) gets its event
-            preds,targs = learn.to_detach(learn.pred),learn.to_detach(yb)
+            preds,targs = det(learn.pred),det(yb)
             if g.with_preds: g.preds.append(preds)
             if g.with_targs: g.targets.append(targs)
             learn.yb = ()

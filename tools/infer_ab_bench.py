@@ -20,10 +20,12 @@
           `get_idxs` list read through NumPy (session 38)
   slices: a stacked loader whose inputs the lean loop leaves in fastai's layout sliced from a copy of its stack too, against gathered (before
           session 38 only a loader whose inputs the loop makes channels-last was sliced)
+  pass:   the lean loop finding the model's device and what detaches a batch's prediction and targets once per loop (`model_batch_device`,
+          `pass_detach`), against asking at each batch (`on_model_device`, `learn.to_detach`: before session 39)
   null:   no shortcut, the same code on both sides: what the harness reads where nothing differs (session 32, 21 rounds each:
           tabular `get_preds` 0.996x [0.930-1.066], `predict` 1.023x [0.927-1.130], digits CNN `get_preds` 1.013x [0.960-1.070];
           an A/B whose change never ran in `predict` read 1.058x [1.000-1.119]: a gain of a few percent needs repeating)
-Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types,sliced,tabchunk,cpuflags,calls,ragged,range,slices,null} ROUNDS TASK... [--call preds|input|predict]
+Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types,sliced,tabchunk,cpuflags,calls,ragged,range,slices,pass,null} ROUNDS TASK... [--call preds|input|predict]
   --call: what each round calls 10 times: `get_preds` (default), `get_preds(with_input=True)`, or `predict` of the first validation item (session 29)"""
 import sys, time, warnings; warnings.filterwarnings('ignore')
 import torch
@@ -63,6 +65,10 @@ def old_on_model_device(b, model): # (before session 31: devices read through `_
     p = fc.first_param(model)
     if p is None or type(b) is not tuple or (fc.defaults.use_cuda==False and p.device.type!='cpu'): return False
     return all(isinstance(x, torch.Tensor) and x.device==p.device for x in b)
+batch_on,model_batch_device,pass_detach = finf.batch_on,finf.model_batch_device,finf.pass_detach
+def old_batch_on(b, dev): # (before session 31: devices read through `__torch_function__`)
+    if dev is None or type(b) is not tuple: return False
+    return all(isinstance(x, torch.Tensor) and x.device==dev for x in b)
 import contextlib
 sliced_batches = finf.sliced_batches
 def no_slices(dl, n_cl=0): return contextlib.nullcontext()
@@ -129,10 +135,15 @@ for name in args[2:]:
         elif what=='ragged': fpp._ragged = ragged if on else (lambda dl: None)
         elif what=='range': finf.lean_iter = lean_iter if on else lean_iter_s37
         elif what=='slices': finf.sliced_batches = sliced_batches if on else cl_slices_only
+        elif what=='pass': # (before session 39: the loop asked for both at each batch)
+            finf.model_batch_device = model_batch_device if on else (lambda m: m)
+            finf.batch_on = batch_on if on else fc.on_model_device
+            finf.pass_detach = pass_detach if on else (lambda learn: learn.to_detach)
         elif what=='null': pass
         elif what=='types':
             fpp._Stack.batch,fpp._ItemCache.fresh = (stack_batch,fresh) if on else (old_stack_batch,old_fresh)
-            fc.on_model_device = finf.on_model_device = on_model_device if on else old_on_model_device
+            fc.on_model_device = on_model_device if on else old_on_model_device
+            finf.batch_on = batch_on if on else old_batch_on
         else: fc._FAST_LOOPS.clear(); fc._FAST_LOOPS.update(fast_loops if on else {})
     item = _first_item(w)
     f = {'preds': lambda: w.get_preds(dl=d), 'input': lambda: w.get_preds(dl=d, with_input=True), 'predict': lambda: w.predict(item)}[call]
