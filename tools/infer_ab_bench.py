@@ -25,7 +25,8 @@
   null:   no shortcut, the same code on both sides: what the harness reads where nothing differs (session 32, 21 rounds each:
           tabular `get_preds` 0.996x [0.930-1.066], `predict` 1.023x [0.927-1.130], digits CNN `get_preds` 1.013x [0.960-1.070];
           an A/B whose change never ran in `predict` read 1.058x [1.000-1.119]: a gain of a few percent needs repeating)
-Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types,sliced,tabchunk,cpuflags,calls,ragged,range,slices,pass,null} ROUNDS TASK... [--call preds|input|predict]
+Usage: python tools/infer_ab_bench.py {loop,detach,reorder,order,attrs,types,sliced,tabchunk,cpuflags,calls,ragged,range,slices,pass,null} ROUNDS TASK[:N]... [--call preds|input|predict]
+  TASK:N: a zoo task whose maker takes `n` (tabular, text, unet, collab, lm), made with `n=N` (`collab:200000`: 157 validation batches)
   --call: what each round calls 10 times: `get_preds` (default), `get_preds(with_input=True)`, or `predict` of the first validation item (session 29)"""
 import sys, time, warnings; warnings.filterwarnings('ignore')
 import torch
@@ -115,8 +116,9 @@ def lean_iter_s37(dl): # (before session 38: every loader's indices from its `ge
     dl.after_iter(); dl.__dict__.pop('it', None)
 def cl_slices_only(dl, n_cl=0): return sliced_batches(dl, n_cl) if n_cl else contextlib.nullcontext() # (before session 38)
 import types
-for name in args[2:]:
-    w = _warm_learner(ZOO[name]()); d = w.dls.valid.new(shuffle=False, drop_last=False)
+for spec in args[2:]:
+    name,_,n = spec.partition(':') # TASK:N, a task whose maker takes `n` made at that size (`collab:200000`: a validation set of 40,000 ratings)
+    w = _warm_learner(ZOO[name](**({'n': int(n)} if n else {}))); d = w.dls.valid.new(shuffle=False, drop_last=False)
     fi = w.fast_inference
     def setting(on):
         if what=='loop': fi.lean_loop = on
@@ -158,4 +160,4 @@ for name in args[2:]:
     res = interleave({'with': job(True), 'without': job(False)}, rounds=rounds, show=False)
     setting(True)
     with no_bar(w): f()
-    print(f"{name}: {call} with the {what} shortcut vs without {tuple(round(x,3) for x in ratio_interval(res['with'], res['without']))} (loop: {fi.last_loop})", flush=True)
+    print(f"{spec}: {call} with the {what} shortcut vs without {tuple(round(x,3) for x in ratio_interval(res['with'], res['without']))} (loop: {fi.last_loop})", flush=True)
