@@ -18,11 +18,12 @@ __all__ = ['LEAN_LOOP_CHECKED', 'TO_DEVICE_CHECKED', 'fast_named_modules', 'fast
            'device_sync', 'device_name', 'env_info', 'no_bar', 'fastai_class', 'fastai_instances', 'running_loops',
            'LearnerMethod', 'set_learner_method', 'unset_learner_method', 'learner_base', 'RestoringCallback',
            'loaders_of', 'RNGState', 'fast_to_detach', 'pass_detach', 'may_handle', 'fast_call_one', 'BatchPlan',
-           'batch_plan', 'send_event', 'FastCallback', 'float_pred', 'fastai_code_checked', 'lean_loop_ok',
-           'lean_batch_ok', 'model_batch_device', 'batch_on', 'on_model_device', 'fast_one_batch', 'fast_with_events',
-           'fast_do_one_batch', 'flat_batch_ok', 'flat_batch', 'lean_record', 'lean_record_ok', 'lean_train_iter',
-           'lean_train_iter_ok', 'model_on', 'lean_train_start', 'lean_train_start_ok', 'set_fast_dispatch',
-           'to_device_hookable', 'hook_to_device', 'lean_iter_ok', 'lean_iter', 'fast_all_batches', 'fast_get_preds']
+           'batch_plan', 'send_event', 'FastCallback', 'float_pred', 'source_digest', 'fastai_code_checked',
+           'lean_loop_ok', 'lean_batch_ok', 'model_batch_device', 'batch_on', 'on_model_device', 'fast_one_batch',
+           'fast_with_events', 'fast_do_one_batch', 'flat_batch_ok', 'flat_batch', 'lean_record', 'lean_record_ok',
+           'lean_train_iter', 'lean_train_iter_ok', 'model_on', 'lean_train_start', 'lean_train_start_ok',
+           'set_fast_dispatch', 'to_device_hookable', 'hook_to_device', 'lean_iter_ok', 'lean_iter', 'fast_all_batches',
+           'fast_get_preds']
 
 # %% ../nbs/00_core.ipynb #2cbb2719
 _NO_WALK = object()
@@ -420,7 +421,7 @@ _CHECKED_CLASSES = dict(Callback=Callback, Learner=Learner, Recorder=Recorder, A
 _CHECKED_LATER = dict(LMDataLoader='fastai.text.data') # classes of modules fastperf does not import itself: checked where a user's code has imported them
 
 @functools.cache
-def _source_digest(f)->str|None:
+def source_digest(f)->str|None:
     "The first 16 hex digits of the sha1 of the source of function `f` (a property's getter); None where the source cannot be read"
     try: return hashlib.sha1(inspect.getsource(f.fget if isinstance(f, property) else f).encode()).hexdigest()[:16]
     except (OSError, TypeError, AttributeError): return None
@@ -429,13 +430,13 @@ def _fastai_digest(qual:str)->str|None:
     "The digest of fastai's `qual` ('Learner._with_events') as its class holds it now: a method patched in since is another function, with its own digest"
     cls,name = qual.split('.')
     c = _CHECKED_CLASSES.get(cls) or getattr(sys.modules.get(_CHECKED_LATER.get(cls, '')), cls, None)
-    return None if c is None else _source_digest(c.__dict__.get(name))
+    return None if c is None else source_digest(c.__dict__.get(name))
 
 def fastai_code_checked(*quals)->bool:
     "Whether the source of each of fastai's `quals` ('Learner.one_batch') is the code fastperf's stand-ins were copied from (its digest in `LEAN_LOOP_CHECKED`)"
     return all(_fastai_digest(q)==LEAN_LOOP_CHECKED[q] for q in quals)
 
-_CALL_CHECKED[0] = _source_digest(_CB_CALL)==LEAN_LOOP_CHECKED['Callback.__call__'] # (a batch runs it inline only then; a class with another `__call__` is called)
+_CALL_CHECKED[0] = source_digest(_CB_CALL)==LEAN_LOOP_CHECKED['Callback.__call__'] # (a batch runs it inline only then; a class with another `__call__` is called)
 
 def lean_loop_ok(learn:Learner)->bool:
     "Whether `learn` runs fastai's own `__call__`, `_with_events` and `_do_one_batch`, in the code `fast_with_events` and `fast_do_one_batch` copy"
@@ -710,7 +711,7 @@ def _in_order(dl)->bool:
         f = c.__dict__.get('get_idxs')
         if f is None: continue
         if c is _FaDL: return fastai_code_checked('DataLoader.get_idxs')
-        if (c.__module__, c.__name__) not in _HANDS_OVER or _source_digest(f)!=LEAN_LOOP_CHECKED[f'{c.__name__}.get_idxs']: return False
+        if (c.__module__, c.__name__) not in _HANDS_OVER or source_digest(f)!=LEAN_LOOP_CHECKED[f'{c.__name__}.get_idxs']: return False
     return False
 
 def lean_iter(dl:DataLoader):

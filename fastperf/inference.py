@@ -6,7 +6,8 @@ Docs: https://fastperf.github.io/fastperf/inference.html.md"""
 
 # %% ../nbs/12_inference.ipynb #7661cd4f
 from __future__ import annotations
-import functools, warnings, queue, threading, contextlib
+import functools, warnings, queue, threading, contextlib, sys
+import numpy as np, pandas as pd
 import torch
 from fastcore.basics import *
 from fastcore.basics import GetAttr
@@ -17,7 +18,7 @@ from fastai.torch_core import getcallable
 from fastcore.basics import tuplify, detuplify
 from fastcore.xtras import is_listy
 from fastai.data.core import TfmdDL
-from .core import model_device, may_handle, RestoringCallback, FastCallback, fast_to_detach, fastai_class, float_pred
+from .core import model_device, may_handle, RestoringCallback, FastCallback, fast_to_detach, fastai_class, float_pred, source_digest
 from .cast import cast_to_tensor
 from .rules import learner_device, has_conv, conv_model, precision_rule, channels_last_rule, norm_precision, n_cpus, worker_rule, check_flag, check_workers, autocast_pays
 from .channelslast import as_channels_last, model_to_channels_last, channels_last_error, param_formats, restore_formats
@@ -38,7 +39,7 @@ from fastai.learner import CastToTensor as FastaiCastToTensor
 
 # %% auto #0
 __all__ = ['inference_settings', 'FastInference', 'lean_infer_ok', 'infer_all_batches', 'targets_decode_ok', 'decode_targets',
-           'predict_callbacks', 'Predictor']
+           'predict_callbacks', 'Predictor', 'is_tabular_learner', 'tab_rows_why', 'TabRows']
 
 # %% ../nbs/12_inference.ipynb #178f1aa4
 def inference_settings(learn:Learner,
@@ -456,12 +457,14 @@ def _acting_in_predict()->tuple:
     return ModelResetter,RNNCallback,ChannelsLast
 
 def predict_callbacks(learn:Learner)->dict:
-    "What `learn`'s callbacks do to a prediction that a predictor must repeat (reset, unpack, amp: (device type, dtype) or None, channels_last), and why only `learn.predict` can predict (None if it need not)"
+    "What `learn`'s callbacks do to a prediction that a predictor must repeat (reset, unpack, amp: (device type, dtype) or None, channels_last), whether its `predict` is fastai's tabular one (tab), and why only `learn.predict` can predict (None if it need not)"
     ModelResetter,RNNCallback,ChannelsLast = _acting_in_predict()
-    res = dict(reset=False, unpack=False, amp=None, channels_last=False, why=None)
+    res = dict(reset=False, unpack=False, amp=None, channels_last=False, why=None, tab=False)
     amps = mixed_precision_cbs(learn)
     if type(learn).predict is not Learner.predict:
-        res['why'] = f"{type(learn).__name__} has its own `predict`"; return res
+        res['why'] = tab_rows_why(learn) if is_tabular_learner(learn) else f"{type(learn).__name__} has its own `predict`"
+        if res['why']: return res
+        res['tab'] = True # fastai's `TabularLearner.predict`, which `Predictor` repeats for a row (`TabRows`)
     inert = _inert_in_predict()
     for cb in learn.cbs:
         if isinstance(cb, ModelResetter): res['reset'] = True
@@ -568,6 +571,7 @@ class Predictor:
         "`learn.predict(o)` for each `o` of `items`, in one batch (several items on a CPU in the loop's autocast, where `predict`'s one item runs in fp32: `autocast_pays`)"
         cbs = predict_callbacks(self.learn)
         if cbs['why']: return self._learner_predict(items, with_input, cbs['why'])
+        if cbs['tab']: return self._tab_predict(items, with_input, cbs)
         b = self.batch(items)
         xb = b[:self.n_inp] if self.n_inp>=0 else b[:-1] if len(b)>1 else b
         preds = to_cpu(self.forward(xb, cbs)) # a tensor, or a tuple of them (a model with several outputs)
@@ -585,6 +589,32 @@ class Predictor:
             res.append(((dec_inp,)+r) if with_input else r)
         return res
 
+    def _tab_rows(self)->TabRows:
+        "The `TabRows` of `learn.dls`' training set (made anew for new `learn.dls`)"
+        t = self.__dict__.get('_tab')
+        if t is None or t[0] is not self.learn.dls: t = self._tab = (self.learn.dls, TabRows(self.learn.dls.train_ds))
+        return t[1]
+
+    def _tab_predict(self, items, with_input, cbs):
+        "fastai's `TabularLearner.predict(row)` for each row of `items`: the model's inputs made by `TabRows`, one forward, and fastai's decoding of each row; a row `TabRows` cannot make goes to `learn.predict` (which raises where fastai does)"
+        learn = self.learn
+        if with_input: return [learn.predict(o, with_input=True) for o in items] # (fastai's tabular `predict` takes no `with_input`: its error)
+        rows = self._tab_rows()
+        ins = [rows(o) for o in items]
+        ok = [x for x in ins if x is not None]
+        if not ok: return [learn.predict(o) for o in items]
+        xb = tuple(torch.cat(t) for t in zip(*ok))
+        dev = getattr(learn.dls, 'device', None)
+        preds = to_cpu(self.forward(to_device(xb, dev) if dev is not None else xb, cbs))
+        if not isinstance(preds, torch.Tensor): return [learn.predict(o) for o in items] # (a model with several outputs: fastai's own)
+        dec_preds = getcallable(learn.loss_func, 'decodes')(preds)
+        res,j = [],0
+        for o,x in zip(items, ins):
+            if x is None: res.append(learn.predict(o)); continue
+            b = (*(t[j:j+1] for t in xb), *tuplify(dec_preds[j:j+1]))
+            res.append((learn.dls.decode(b), dec_preds[j], preds[j])); j += 1
+        return res
+
     def _learner_predict(self, items, with_input, why):
         if not self._warned:
             warnings.warn(f"Predictor: {why}; calling `learn.predict` for each item (the same outputs, without the predictor's speed)")
@@ -599,3 +629,122 @@ class Predictor:
 def predictor(self:Learner, rm_type_tfms=None)->Predictor:
     "A `Predictor` for `self`: `learn.predict`'s outputs for single items without a DataLoader per call"
     return Predictor(self, rm_type_tfms=rm_type_tfms)
+
+# %% ../nbs/12_inference.ipynb #822a04eb
+_TAB_CHECKED = {'TabularLearner.predict': '43af04e014f1e3e3', 'TabularDataLoaders.test_dl': '024d40a38e1e8acb', 'Tabular.new': '096d79cad31d6a82',
+                'FillMissing.encodes': 'c521d9771f21158f', 'Categorify.encodes': '1ac9cc705684e2c6', '_apply_cats': 'c9014775d3c93304',
+                'Normalize.encodes': '67870da582ff2dcc', 'ReadTabBatch.encodes': 'b5a5a13919fbd363'} # digests of fastai 2.8.12's source
+
+def _tab_modules():
+    "fastai's tabular modules (core, learner, data) where a user's code has imported them (else no Learner is a `TabularLearner`)"
+    return tuple(sys.modules.get(f'fastai.tabular.{m}') for m in ('core', 'learner', 'data'))
+
+def is_tabular_learner(learn:Learner)->bool:
+    "Whether `learn` is a fastai `TabularLearner` (without importing fastai's tabular modules)"
+    tl = _tab_modules()[1]
+    return tl is not None and isinstance(learn, tl.TabularLearner)
+
+def _one_impl(f):
+    "The function of a plum dispatch `f` that holds one (None where it holds several: a type registered since fastai's); `f` itself for a function"
+    ms = getattr(f, 'methods', None)
+    if ms is None: return f
+    return ms[0].implementation if len(ms)==1 else None
+
+def _tab_code_ok()->bool:
+    "Whether the fastai code `TabularLearner.predict` runs on a row is the code `TabRows` was written from (the digests in `_TAB_CHECKED`)"
+    tc,tl,td = _tab_modules()
+    if tc is None or tl is None or td is None: return False
+    norm = next((m.implementation for m in Normalize.encodes.methods if tc.Tabular in m.signature.types), None)
+    fs = {'TabularLearner.predict': tl.TabularLearner.__dict__.get('predict'), 'TabularDataLoaders.test_dl': td.TabularDataLoaders.__dict__.get('test_dl'),
+          'Tabular.new': tc.Tabular.__dict__.get('new'), 'FillMissing.encodes': _one_impl(tc.FillMissing.__dict__.get('encodes')),
+          'Categorify.encodes': _one_impl(tc.Categorify.__dict__.get('encodes')), '_apply_cats': tc._apply_cats, 'Normalize.encodes': norm,
+          'ReadTabBatch.encodes': _one_impl(tc.ReadTabBatch.__dict__.get('encodes'))}
+    return all(f is not None and source_digest(f)==_TAB_CHECKED[k] for k,f in fs.items())
+
+def _tab_procs(to)->tuple:
+    "(FillMissing, Categorify, Normalize) of `TabularPandas` `to` (None for each it lacks), and why `TabRows` cannot repeat its procs (None if it can)"
+    tc = _tab_modules()[0]
+    from fastai.data.transforms import Categorize, RegressionSetup
+    xs,ys = (tc.FillMissing, tc.Categorify, Normalize),(Categorize, RegressionSetup) # (the targets' procs change only the targets, which `predict` does not return)
+    got = []
+    for p in to.procs.fs:
+        if type(p) in ys: continue
+        if type(p) not in xs or 'encodes' in p.__dict__: return (None,)*3,f"its proc {type(p).__name__} is not one of fastai's FillMissing, Categorify and Normalize"
+        got.append(p)
+    if [type(p) for p in got]!=[t for t in xs if t in set(map(type, got))]: return (None,)*3,"its procs run in another order than FillMissing, Categorify, Normalize"
+    fm,cat,norm = (next((p for p in got if type(p) is t), None) for t in xs)
+    if to.cat_names and (cat is None or any(n not in cat.classes for n in to.cat_names)): return (None,)*3,"its categorical columns are not all categorified"
+    if norm is not None and not (isinstance(norm.means, dict) and isinstance(norm.stds, dict) and all(n in norm.means and n in norm.stds for n in to.cont_names)):
+        return (None,)*3,"its Normalize lacks the statistics of a continuous column"
+    return (fm,cat,norm),None
+
+def tab_rows_why(learn:Learner)->str|None:
+    "Why a predictor hands `learn`'s rows to `learn.predict` (None where `TabRows` makes them: a fastai `TabularLearner` in the code checked, with fastai's procs)"
+    if type(learn).predict is not _tab_modules()[1].TabularLearner.predict: return f"{type(learn).__name__} has its own `predict`"
+    if not _tab_code_ok(): return "fastai's tabular code is not the code the predictor's rows were checked against (fastai 2.8.12)"
+    to = learn.dls.train_ds
+    if not isinstance(to, _tab_modules()[0].TabularPandas): return "its training set is not a TabularPandas"
+    why = _tab_procs(to)[1]
+    if why is None and getattr(learn.dls, 'n_inp', None)!=(2 if type(to).with_cont else 1): why = "its loaders' inputs are not fastai's tabular ones"
+    return None if why is None else f"its tabular data: {why}"
+
+def _isna(v)->bool:
+    "pandas' `isnull` of one value (a value that is not one, such as a list, raises)"
+    return False if isinstance(v, str) else bool(pd.isna(v))
+
+class TabRows:
+    "What fastai's `TabularLearner.predict` makes of a row (a `Series`) up to the model's input, for the procs of `to` (fastai's `FillMissing`, `Categorify`, `Normalize`): `test_dl`'s procs, the float32 conversion and `ReadTabBatch`, computed on the row's values without a `TabularPandas` (each step on the same scalars as pandas, so the same values)"
+    def __init__(self, to):
+        (fm,cat,norm),why = _tab_procs(to)
+        if why: raise ValueError(f"TabRows: {why}")
+        self.cats,self.conts,self.with_cont = list(to.cat_names),list(to.cont_names),type(to).with_cont
+        from fastai.data.transforms import Categorize
+        # a row with the targets' columns gets its targets read too (`ReadTabBatch`): from an object row only `Categorize`'s codes can be
+        self.ys,self.ys_read = list(to.y_names),any(type(p) is Categorize for p in to.procs.fs)
+        self.na = dict(fm.na_dict) if fm is not None else {} # continuous column -> its fill value
+        self.flags = {n+'_na': n for n in self.na} if fm is not None and fm.add_col else {} # the columns FillMissing writes: whether the value was missing
+        # Normalize's statistics as pandas computes with them: NumPy scalars of their `Series`' dtype against a row of NumPy numbers, Python
+        # floats against an object row (whose arithmetic is Python's on each value: a float32 value minus a Python float stays float32)
+        if norm is not None:
+            ms,ss = pd.Series(norm.means),pd.Series(norm.stds)
+            self.norm = {n:(ms[n],ss[n]) for n in self.conts}
+            self.norm_obj = {n:(ms[n].item(),ss[n].item()) for n in self.conts}
+        else: self.norm = self.norm_obj = None
+        self.classes,self.luts = (cat.classes if cat is not None else {}),{}
+        for n in self.cats:
+            its = list(self.classes[n].items)[1:] # (Categorify's categories, after its '#na#')
+            kind = 'str' if all(isinstance(o, str) for o in its) else 'bool' if all(isinstance(o, (bool, np.bool_)) for o in its) else None
+            self.luts[n] = (kind, {o:i+1 for i,o in enumerate(its)})
+        self._index = None
+
+    def _code(self, n, v, dt)->int:
+        "Categorify's code of value `v` of column `n` (a column of dtype `dt`): a lookup where the categories are strings (or flags) and `v` one, else fastai's `_apply_cats` on the value alone"
+        kind,lut = self.luts[n]
+        if _isna(v): return 0 # (pandas' code -1, plus one)
+        if (kind=='str' and isinstance(v, str)) or (kind=='bool' and isinstance(v, (bool, np.bool_))): return lut.get(v, 0)
+        return int(np.asarray(_tab_modules()[0]._apply_cats(self.classes, 1, pd.Series([v], name=n, dtype=dt)))[0])
+
+    def __call__(self, row)->tuple|None:
+        "(cats, conts) of `row` as `learn.predict(row)` gives them to the model (on the host, a batch of one), or None where `row` needs fastai's own processing (not a `Series` of NumPy values with unique names, a missing column, a missing value FillMissing did not see in training, a value its arithmetic does not take)"
+        if not isinstance(row, pd.Series) or row.dtype!=object and not isinstance(row.dtype, np.dtype): return None
+        try:
+            ix = row.index
+            if self._index is None or self._index[0] is not ix: # (the rows of one DataFrame share their index)
+                if not ix.is_unique: return None
+                self._index = (ix, dict(zip(ix, range(len(ix)))))
+            pos,vals,dt = self._index[1],row._values,row.dtype
+            if dt==object and self.ys and not self.ys_read and all(n in pos for n in self.ys): return None # (fastai's `predict` raises there)
+            cont = {n:vals[pos[n]] for n in self.conts}
+            miss = {n:_isna(v) for n,v in cont.items()}
+            if any(m and n not in self.na for n,m in miss.items()): return None # (fastai's FillMissing asserts: `learn.predict` raises)
+            for n in self.na:
+                if miss[n]:
+                    if dt!=object and dt!=np.float64: return None # (pandas' fill of a float32 column with a float64 value: left to it)
+                    cont[n] = self.na[n] if dt==object else np.float64(self.na[n])
+            codes = [self._code(n, miss[self.flags[n]], np.dtype(bool)) if n in self.flags else self._code(n, vals[pos[n]], dt) for n in self.cats]
+            st = self.norm_obj if dt==object else self.norm
+            xs = [cont[n] if st is None else (cont[n]-st[n][0])/st[n][1] for n in self.conts]
+            cats = torch.tensor([codes], dtype=torch.long).view(1, len(codes))
+            if not self.with_cont: return (cats,)
+            return cats,torch.from_numpy(np.array([xs], dtype=np.float32).reshape(1, len(xs)))
+        except (KeyError, TypeError, ValueError): return None

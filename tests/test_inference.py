@@ -153,6 +153,37 @@ def test_text_classifier_predictor():
     lines = [l for l in r.stdout.splitlines() if l.split(' ')[0] in ('SAME', 'DIFF', 'WHY')]
     assert lines==['SAME']*6+['WHY None'], r.stdout[-2000:]+r.stderr[-2000:]
 
+def test_tabular_predictor():
+    "The installed package's predictor on a tabular Learner (fastai's `TabularLearner.predict`, repeated by `TabRows` without a `TabularPandas`) gives `learn.predict`'s outputs exactly, before and after `to_fastperf()`, without handing any row to `learn.predict`"
+    code = textwrap.dedent(r'''
+    import warnings; warnings.filterwarnings('ignore')
+    import numpy as np, pandas as pd, torch
+    from fastai.tabular.all import *
+    from fastperf.all import *
+    from fastperf.inference import TabRows, tab_rows_why
+    r = np.random.default_rng(0); n = 200
+    df = pd.DataFrame({'c0': r.normal(size=n), 'c1': r.normal(size=n), 'k0': r.choice(['a','b','c'], n)})
+    df.loc[r.random(n)<0.2, 'c0'] = np.nan
+    df['y'] = ((df.c1+(df.k0=='b'))>0).astype(int)
+    set_seed(0)
+    dls = TabularDataLoaders.from_df(df, procs=[Categorify, FillMissing, Normalize], cat_names=['k0'], cont_names=['c0','c1'], y_names='y',
+                                     y_block=CategoryBlock(), bs=32, valid_idx=list(range(160, n)), num_workers=0)
+    learn = tabular_learner(dls, layers=[8])
+    pr = learn.predictor()
+    rows = [df.iloc[i] for i in range(150, 170)] + [pd.Series({'c0': None, 'c1': np.float32(0.5), 'k0': 'unseen'})]
+    print('WHY', tab_rows_why(learn), all(TabRows(dls.train_ds)(o) is not None for o in rows))
+    for fast in (False, True):
+        if fast: learn.to_fastperf(verbose=False)
+        same = 0
+        for o in rows:
+            a,b = learn.predict(o),pr(o)
+            same += a[0].items.equals(b[0].items) and torch.equal(a[1], b[1]) and torch.equal(a[2], b[2])
+        print('SAME', same, len(rows))
+    ''')
+    r = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+    lines = [l for l in r.stdout.splitlines() if l.split(' ')[0] in ('SAME', 'WHY')]
+    assert lines==['WHY None True', 'SAME 21 21', 'SAME 21 21'], r.stdout[-2000:]+r.stderr[-2000:]
+
 _VIEW = textwrap.dedent(r'''
 import json, tempfile, warnings
 warnings.filterwarnings('ignore')
