@@ -26,7 +26,7 @@ from .compiler import Compile, InferenceMode, inference_mode_blockers, unset_inf
 from .pipeline import lean_pipelines, unlean_pipelines, hold_item_cache, release_item_caches, type_key, may_apply, tensor_bytes, sliced_batches
 from .images import fast_images, slow_images
 from fasttransform import Pipeline
-from fastai.data.transforms import IntToFloatTensor, Normalize
+from fastai.data.transforms import IntToFloatTensor, Normalize, Categorize, RegressionSetup
 from fastai.torch_core import to_cpu, batch_to_samples, apply
 from .precision import AutoMixedPrecision, mixed_precision_cbs, cb_precision
 from .core import (fastai_code_checked, model_batch_device, batch_on, pass_detach, lean_iter, lean_iter_ok, fast_one_batch, fast_with_events,
@@ -664,18 +664,17 @@ def _tab_code_ok()->bool:
 def _tab_procs(to)->tuple:
     "(FillMissing, Categorify, Normalize) of `TabularPandas` `to` (None for each it lacks), and why `TabRows` cannot repeat its procs (None if it can)"
     tc = _tab_modules()[0]
-    from fastai.data.transforms import Categorize, RegressionSetup
     xs,ys = (tc.FillMissing, tc.Categorify, Normalize),(Categorize, RegressionSetup) # (the targets' procs change only the targets, which `predict` does not return)
-    got = []
+    got,no = [],(None,)*3
     for p in to.procs.fs:
         if type(p) in ys: continue
-        if type(p) not in xs or 'encodes' in p.__dict__: return (None,)*3,f"its proc {type(p).__name__} is not one of fastai's FillMissing, Categorify and Normalize"
+        if type(p) not in xs or 'encodes' in p.__dict__: return no,f"its proc {type(p).__name__} is not one of fastai's FillMissing, Categorify and Normalize"
         got.append(p)
-    if [type(p) for p in got]!=[t for t in xs if t in set(map(type, got))]: return (None,)*3,"its procs run in another order than FillMissing, Categorify, Normalize"
+    if [type(p) for p in got]!=[t for t in xs if t in set(map(type, got))]: return no,"its procs run in another order than FillMissing, Categorify, Normalize"
     fm,cat,norm = (next((p for p in got if type(p) is t), None) for t in xs)
-    if to.cat_names and (cat is None or any(n not in cat.classes for n in to.cat_names)): return (None,)*3,"its categorical columns are not all categorified"
+    if to.cat_names and (cat is None or any(n not in cat.classes for n in to.cat_names)): return no,"its categorical columns are not all categorified"
     if norm is not None and not (isinstance(norm.means, dict) and isinstance(norm.stds, dict) and all(n in norm.means and n in norm.stds for n in to.cont_names)):
-        return (None,)*3,"its Normalize lacks the statistics of a continuous column"
+        return no,"its Normalize lacks the statistics of a continuous column"
     return (fm,cat,norm),None
 
 def tab_rows_why(learn:Learner)->str|None:
@@ -698,7 +697,6 @@ class TabRows:
         (fm,cat,norm),why = _tab_procs(to)
         if why: raise ValueError(f"TabRows: {why}")
         self.cats,self.conts,self.with_cont = list(to.cat_names),list(to.cont_names),type(to).with_cont
-        from fastai.data.transforms import Categorize
         # a row with the targets' columns gets its targets read too (`ReadTabBatch`): from an object row only `Categorize`'s codes can be
         self.ys,self.ys_read = list(to.y_names),any(type(p) is Categorize for p in to.procs.fs)
         self.na = dict(fm.na_dict) if fm is not None else {} # continuous column -> its fill value
@@ -712,9 +710,10 @@ class TabRows:
         else: self.norm = self.norm_obj = None
         self.classes,self.luts = (cat.classes if cat is not None else {}),{}
         for n in self.cats:
-            its = list(self.classes[n].items)[1:] # (Categorify's categories, after its '#na#')
+            voc = self.classes[n] # (Categorify's `CategoryMap`: '#na#' first, then the categories; `o2i` their codes, the code pandas gives plus one)
+            its = list(voc.items)[1:]
             kind = 'str' if all(isinstance(o, str) for o in its) else 'bool' if all(isinstance(o, (bool, np.bool_)) for o in its) else None
-            self.luts[n] = (kind, {o:i+1 for i,o in enumerate(its)})
+            self.luts[n] = (kind, voc.o2i)
         self._index = None
 
     def _code(self, n, v, dt)->int:
