@@ -14,7 +14,8 @@ def test_zoo_cli_one_task(tmp_path):
                            ('infer','fastai defaults'), ('infer','to_fast_inference()'), ('infer','plain loop'),
                            ('infer','to_fastperf() + to_fast_inference(), after a validation pass'),
                            ('predict','fastai defaults'), ('predict','to_fastperf()'), ('predict','plain forward'),
-                           ('predict','to_fastperf() + to_fast_inference(), after a validation pass')}
+                           ('predict','to_fastperf() + to_fast_inference(), after a validation pass'),
+                           ('predict','learn.predictor(), after a validation pass')}
     assert (sp.samples_per_sec>0).all() and (sp.rounds==2).all()
     assert sp.loc[('train','fastai defaults'),'vs_fastai']==1 and sp.loc[('train','plain loop'),'vs_plain']==1 and sp.loc[('predict','plain forward'),'vs_plain']==1
     dec = pd.read_csv(out/'zoo_decisions.csv').iloc[0]
@@ -23,10 +24,21 @@ def test_zoo_cli_one_task(tmp_path):
     assert bool(los.ok) and los.max_diff<1e-4
     js = json.loads((out/'zoo.json').read_text())
     assert js['env']['rounds']==2 and 'torch' in js['env']
-    assert 'one call vs plain' in r.stdout and 'to_fastperf()' in r.stdout and 'wrote' in r.stdout
+    assert 'one call vs plain' in r.stdout and 'to_fastperf()' in r.stdout and 'predictor() vs fastai' in r.stdout and 'wrote' in r.stdout
+
+def test_zoo_cli_no_train(tmp_path):
+    "`--no-train`: inference and predict alone (the text classifier's recurrent model: fastperf's notes to a user stay out of the benchmark's output)"
+    out = tmp_path/'zoo'
+    r = subprocess.run(['fastperf-zoo', '--tasks', 'tabular', 'text', '--rounds', '1', '--no-train', '--no-losses', '--out', str(out)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode==0, r.stdout[-3000:]+r.stderr[-3000:]
+    assert 'Warning' not in r.stderr, r.stderr[-2000:]
+    sp = pd.read_csv(out/'zoo.csv')
+    assert set(sp.phase)=={'infer', 'predict'} and set(sp.task)=={'tabular', 'text'} and (sp.samples_per_sec>0).all()
 
 @pytest.mark.parametrize('args,msg', [(['--tasks','nope'], 'unknown task(s) nope'), (['--rounds','0'], '--rounds must be >= 1'),
-                                      (['--threads','0'], '--threads must be >= 1')])
+                                      (['--threads','0'], '--threads must be >= 1'),
+                                      (['--tasks','lm','--no-train'], 'nothing to time: without training')])
 def test_zoo_bad_arguments(tmp_path, args, msg):
     "Bad input: one error line, exit code 2, nothing written"
     out = tmp_path/'never'

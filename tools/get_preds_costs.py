@@ -10,7 +10,8 @@ same batches made ready beforehand with `to_fast_inference`'s features (the zoo'
      plain loop with intervals): how far the loader alone, with no loop protocol at all, is from the plain loop's ready batches
 Why not `fastperf.measure.inference.get_preds_breakdown`: its timestamping callbacks are callbacks the lean inference loop does not know,
 so they send the Learner back to fastai's loop; hooks on the model leave the loop a user gets after `to_fast_inference()` as it is.
-Usage: python tools/get_preds_costs.py ROUNDS TASK...   (e.g. `python tools/get_preds_costs.py 60 tabular digits_cnn`; nothing else running)"""
+Usage: python tools/get_preds_costs.py ROUNDS TASK[:N]...   (e.g. `python tools/get_preds_costs.py 60 tabular digits_cnn`; nothing else running)
+  TASK:N: a zoo task whose maker takes `n` (tabular, text, unet, collab, lm), made with `n=N` (`collab:200000`: 157 validation batches)"""
 import sys, time, statistics, collections, warnings; warnings.filterwarnings('ignore')
 from fastai.callback.core import Callback
 from fastai.basics import getcallable
@@ -38,7 +39,8 @@ def phases(ts, t0, t1):
     return dict(before_first=pre[0]-t0, between_each=sum(gaps)/max(len(gaps), 1), after_last=t1-post[-1], forwards=sum(b-a for a,b in zip(pre, post)), total=t1-t0)
 
 def run(task, rounds):
-    w = _warm_learner(ZOO[task]())
+    name,_,n = task.partition(':') # TASK:N, a task whose maker takes `n` made at that size (`collab:200000`: a validation set of 40,000 ratings)
+    w = _warm_learner(ZOO[name](**({'n': int(n)} if n else {})))
     vd = w.dls.valid
     dl = vd.new(shuffle=False, drop_last=False)
     batches = [cast_to_tensor(b) for b in dl]

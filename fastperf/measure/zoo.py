@@ -34,7 +34,7 @@ from .bench import tiny_vit
 # %% auto #0
 __all__ = ['ZOO', 'ZooTask', 'tabular_task', 'text_task', 'unet_task', 'digits_task', 'resnet_task', 'vit_task',
            'multilabel_task', 'collab_task', 'lm_task', 'zoo_decisions', 'zoo_losses', 'zoo_train', 'zoo_infer',
-           'zoo_predict', 'zoo', 'zoo_summary', 'save_zoo', 'main']
+           'zoo_item', 'zoo_predict', 'zoo', 'zoo_summary', 'save_zoo', 'main']
 
 # %% ../../nbs/29_measure_zoo.ipynb #5380727f
 @dataclass
@@ -47,6 +47,7 @@ class ZooTask:
     steps:int=20 # Timed training steps per window
     warmup:int=3 # Steps before the window opens
     skip:dict=field(default_factory=dict) # Phase ('infer', 'predict') -> why the zoo does not time it for this task (fastai's own call fails, or does something else)
+    item:callable=None # `item(learn)` -> the item `predict` is timed on, as a user passes it (None: the validation set's first, `_first_item`)
 
 # %% ../../nbs/29_measure_zoo.ipynb #85957f08
 def _digits_items(): 
@@ -67,7 +68,8 @@ def tabular_task(n:int=20000, bs:int=256, seed:int=0)->ZooTask:
                                          valid_idx=list(range(int(n*0.8), n)), num_workers=0, device=default_device())
         set_seed(seed); return tabular_learner(dls, layers=[200,100])
     return ZooTask('tabular', f"tabular_learner [200,100], {n:,} rows (8 continuous, 4 categorical), bs {bs}", make,
-                   lambda o,y: F.cross_entropy(o, y.view(-1).long()), steps=150) # (a 2 ms step: windows of 150 steps read steadier than 40)
+                   lambda o,y: F.cross_entropy(o, y.view(-1).long()), steps=150, # (a 2 ms step: windows of 150 steps read steadier than 40)
+                   item=lambda learn: df.iloc[int(n*0.8)]) # the first validation row as the table has it (the loaders' rows are coded by the procs already)
 
 def _text_loss(o, y, alpha=2., beta=1.):
     "fastai's text classifier loss: cross-entropy plus the AR and TAR terms its `RNNRegularizer` adds (alpha=2, beta=1)"
@@ -303,19 +305,25 @@ def zoo_infer(task:ZooTask, rounds:int=3, show:bool=False,
     return _table(task, 'infer', res, 'fastai defaults', 'plain loop')
 
 _FORWARD = 'plain forward'
+_PREDICTOR = 'learn.predictor(), after a validation pass'
 
 def _first_item(learn):
-    "The first item of `learn`'s validation set, as `learn.predict` takes it (a `DataFrame` row for tabular)"
+    "The first item of `learn`'s validation set, as the loaders hold it (a `DataFrame` row for tabular, its values coded by the procs)"
     items = learn.dls.valid.items
     return items.iloc[0] if hasattr(items, 'iloc') else items[0]
 
+def zoo_item(task:ZooTask, learn:Learner):
+    "The item the zoo times `predict` on: the task's own (`ZooTask.item`: tabular's is a row of its table), else the validation set's first"
+    return task.item(learn) if task.item is not None else _first_item(learn)
+
 def zoo_predict(task:ZooTask, rounds:int=3, calls:int=20, show:bool=False)->pd.DataFrame:
-    "Items/s of `learn.predict` on one item (the validation set's first), `calls` a round: fastai's defaults, after `to_fastperf()`, on a Learner set up as after training with fastperf (`_warm_learner`), and the plain forward of the input `predict` gives the model, under that Learner's settings (`Predictor.model_context`)"
+    "Items/s of `learn.predict` on one item (`zoo_item`), `calls` a round: fastai's defaults, after `to_fastperf()`, on a Learner set up as after training with fastperf (`_warm_learner`), that Learner's `learn.predictor()`, and the plain forward of the input `predict` gives the model, under that Learner's settings (`Predictor.model_context`)"
     learners = {'fastai defaults': task.make()}
     fp = task.make(); fp.to_fastperf(verbose=False); learners['to_fastperf()'] = fp
-    with warnings.catch_warnings(): warnings.simplefilter('ignore'); w = learners[_WARM] = _warm_learner(task)
-    item = _first_item(w)
-    xb,pr,cbs,dev = predict_input(w, item),w.predictor(),predict_callbacks(w),model_device(w.model)
+    with warnings.catch_warnings(): # (fastperf's notes to a user, such as `InferenceMode`'s on a recurrent model: not the benchmark's output)
+        warnings.simplefilter('ignore'); w = learners[_WARM] = _warm_learner(task)
+        item = zoo_item(task, w)
+        xb,pr,cbs,dev = predict_input(w, item),w.predictor(),predict_callbacks(w),model_device(w.model)
     def forward():
         with pr.model_context(cbs, xb): w.model(*xb)
     def predict(l):
@@ -328,7 +336,9 @@ def zoo_predict(task:ZooTask, rounds:int=3, calls:int=20, show:bool=False)->pd.D
             for _ in range(calls): f()
             device_sync(dev); return calls/(time.perf_counter()-t0)
         return g
-    jobs = {k:job(predict(l)) for k,l in learners.items()} | {_FORWARD: job(forward)}
+    def predictor():
+        with no_bar(w): pr(item) # (a predictor that hands the item to `learn.predict` runs fastai's loop: no bar, as for the others)
+    jobs = {k:job(predict(l)) for k,l in learners.items()} | {_PREDICTOR: job(predictor), _FORWARD: job(forward)}
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         for j in jobs.values(): j(0) # warm-up: each Learner's first `predict` converts its model, checks channels-last, builds its pipelines
@@ -337,10 +347,19 @@ def zoo_predict(task:ZooTask, rounds:int=3, calls:int=20, show:bool=False)->pd.D
     return _table(task, 'predict', res, 'fastai defaults', _FORWARD)
 
 # %% ../../nbs/29_measure_zoo.ipynb #69e36b6c
+def _nothing_timed(names, train, infer, predict)->str|None:
+    "Why a zoo of tasks `names` with these phases would time nothing (None if it times something)"
+    if train: return None
+    if not (infer or predict): return "train, infer and predict are all off"
+    sk = {n: ZOO[n]().skip for n in names}
+    if any((infer and 'infer' not in s) or (predict and 'predict' not in s) for s in sk.values()): return None
+    return f"without training, every task asked for skips the other phases ({'; '.join(f'{n}: {sorted(s)}' for n,s in sk.items())})"
+
 def zoo(tasks:list=None, # Names from `ZOO` (default: all)
         rounds:int=3, # Interleaved rounds per task and phase
         tune:bool=False, # Also time `tune_fastperf()`'s choice (its trials take `tune_budget` seconds per task)
         tune_budget:float=30., # Seconds of trials per task for `tune_fastperf`
+        train:bool=True, # Time training
         infer:bool=True, # Also time inference
         predict:bool=True, # Also time `learn.predict` of one item
         defer:bool=False, # Also time inference after training with `to_fast_inference(defer=True)`
@@ -351,12 +370,14 @@ def zoo(tasks:list=None, # Names from `ZOO` (default: all)
     names = list(ZOO) if tasks is None else list(tasks)
     bad = [n for n in names if n not in ZOO]
     if bad: raise ValueError(f"zoo: unknown task(s) {bad}; the zoo has {list(ZOO)}")
+    why = _nothing_timed(names, train, infer, predict)
+    if why: raise ValueError(f"zoo: nothing to time: {why}")
     tabs,dec,los = [],[],[]
     from fastprogress.fastprogress import progress_bar
     for n in (progress_bar(names, leave=False) if show else names):
         task = ZOO[n]()
         dec.append(zoo_decisions(task))
-        tabs.append(zoo_train(task, rounds=rounds, tune=tune, tune_budget=tune_budget))
+        if train: tabs.append(zoo_train(task, rounds=rounds, tune=tune, tune_budget=tune_budget))
         if infer and 'infer' not in task.skip: tabs.append(zoo_infer(task, rounds=rounds, defer=defer))
         if predict and 'predict' not in task.skip: tabs.append(zoo_predict(task, rounds=rounds))
         if losses: los.append(zoo_losses(task))
@@ -381,6 +402,8 @@ def zoo_summary(speed:pd.DataFrame)->pd.DataFrame:
             tu = g.loc['tune_fastperf()']; r['tune_fastperf() vs fastai'] = f"{tu.vs_fastai:.2f} [{tu.vs_fastai_lo:.2f}-{tu.vs_fastai_hi:.2f}]"
         if _WARM in g.index:
             w = g.loc[_WARM]; r['after training vs plain'] = f"{w.vs_plain:.2f} [{w.vs_plain_lo:.2f}-{w.vs_plain_hi:.2f}]"
+        if _PREDICTOR in g.index:
+            pr = g.loc[_PREDICTOR]; r['predictor() vs fastai'] = f"{pr.vs_fastai:.2f} [{pr.vs_fastai_lo:.2f}-{pr.vs_fastai_hi:.2f}]"
         if _DEFER in g.index:
             d = g.loc[_DEFER]
             r['defer=True vs plain'] = f"{d.vs_plain:.2f} [{d.vs_plain_lo:.2f}-{d.vs_plain_hi:.2f}]"
@@ -403,6 +426,7 @@ def _parser():
     p.add_argument('--rounds', type=int, default=3, help="interleaved rounds per task and phase (default 3)")
     p.add_argument('--tune', action='store_true', help="also time tune_fastperf()'s choice (trials of --tune-budget seconds per task)")
     p.add_argument('--tune-budget', type=float, default=30., help="seconds of tune_fastperf trials per task (default 30)")
+    p.add_argument('--no-train', action='store_true', help="skip training (time inference and predict only)")
     p.add_argument('--no-infer', action='store_true', help="skip inference"); p.add_argument('--no-losses', action='store_true', help="skip the loss check")
     p.add_argument('--no-predict', action='store_true', help="skip learn.predict of one item")
     p.add_argument('--defer', action='store_true', help="also time inference after training with to_fast_inference(defer=True) (gathering on the device)")
@@ -418,6 +442,8 @@ def main(argv=None):
     if a.threads is not None and a.threads<1: p.error("--threads must be >= 1")
     bad = [t for t in (a.tasks or []) if t not in ZOO]
     if bad: p.error(f"unknown task(s) {', '.join(bad)}; the zoo has {', '.join(ZOO)}")
+    why = _nothing_timed(a.tasks or list(ZOO), not a.no_train, not a.no_infer, not a.no_predict)
+    if why: p.error(f"nothing to time: {why}")
     if a.threads: torch.set_num_threads(a.threads)
     out = Path(a.out or f"fastperf-zoo-{time.strftime('%Y%m%d-%H%M%S')}")
     try: # before the run: an --out that cannot be written loses nothing
@@ -426,7 +452,7 @@ def main(argv=None):
     except OSError as e: p.error(f"--out {out}: {e.strerror or e}")
     # fastai's tabular batches come from read-only pandas arrays, which torch warns about once per process: fastai's, not the user's
     warnings.filterwarnings('ignore', message='The given NumPy array is not writable', category=UserWarning)
-    try: res = zoo(a.tasks, rounds=a.rounds, tune=a.tune, tune_budget=a.tune_budget, infer=not a.no_infer, predict=not a.no_predict, defer=a.defer, losses=not a.no_losses)
+    try: res = zoo(a.tasks, rounds=a.rounds, tune=a.tune, tune_budget=a.tune_budget, train=not a.no_train, infer=not a.no_infer, predict=not a.no_predict, defer=a.defer, losses=not a.no_losses)
     except KeyboardInterrupt:
         print(f"fastperf-zoo: interrupted; nothing written to {out}", file=sys.stderr)
         return 130
