@@ -370,6 +370,7 @@ def zoo(tasks:list=None, # Names from `ZOO` (default: all)
     names = list(ZOO) if tasks is None else list(tasks)
     bad = [n for n in names if n not in ZOO]
     if bad: raise ValueError(f"zoo: unknown task(s) {bad}; the zoo has {list(ZOO)}")
+    if tune and not train: raise ValueError("zoo: tune=True times tune_fastperf()'s training: it needs train=True")
     why = _nothing_timed(names, train, infer, predict)
     if why: raise ValueError(f"zoo: nothing to time: {why}")
     tabs,dec,los = [],[],[]
@@ -442,6 +443,7 @@ def main(argv=None):
     if a.threads is not None and a.threads<1: p.error("--threads must be >= 1")
     bad = [t for t in (a.tasks or []) if t not in ZOO]
     if bad: p.error(f"unknown task(s) {', '.join(bad)}; the zoo has {', '.join(ZOO)}")
+    if a.tune and a.no_train: p.error("--tune times tune_fastperf()'s training: it cannot go with --no-train")
     why = _nothing_timed(a.tasks or list(ZOO), not a.no_train, not a.no_infer, not a.no_predict)
     if why: p.error(f"nothing to time: {why}")
     if a.threads: torch.set_num_threads(a.threads)
