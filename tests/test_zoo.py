@@ -8,7 +8,8 @@ def test_zoo_cli_one_task(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode==0, r.stdout[-3000:]+r.stderr[-3000:]
     assert 'Warning' not in r.stderr, r.stderr[-2000:] # a user's first line is the tool's
-    assert sorted(p.name for p in out.iterdir())==['zoo.csv', 'zoo.json', 'zoo_decisions.csv', 'zoo_losses.csv']
+    assert sorted(p.name for p in out.iterdir())==['zoo.csv', 'zoo.json', 'zoo.png', 'zoo_decisions.csv', 'zoo_losses.csv']
+    assert (out/'zoo.png').read_bytes()[:8]==b'\x89PNG\r\n\x1a\n' # the plot (`plot_zoo`), a PNG
     sp = pd.read_csv(out/'zoo.csv').set_index(['phase','loop'])
     assert set(sp.index)=={('train','fastai defaults'), ('train','to_fastperf()'), ('train','plain loop'),
                            ('infer','fastai defaults'), ('infer','to_fast_inference()'), ('infer','plain loop'),
@@ -27,14 +28,15 @@ def test_zoo_cli_one_task(tmp_path):
     assert 'one call vs plain' in r.stdout and 'to_fastperf()' in r.stdout and 'predictor() vs fastai' in r.stdout and 'wrote' in r.stdout
 
 def test_zoo_cli_no_train(tmp_path):
-    "`--no-train`: inference and predict alone (the text classifier's recurrent model: fastperf's notes to a user stay out of the benchmark's output)"
+    "`--no-train`: inference and predict alone, no plot with `--no-plots` (the text classifier's recurrent model: fastperf's notes to a user stay out of the benchmark's output)"
     out = tmp_path/'zoo'
-    r = subprocess.run(['fastperf-zoo', '--tasks', 'tabular', 'text', '--rounds', '1', '--no-train', '--no-losses', '--out', str(out)],
+    r = subprocess.run(['fastperf-zoo', '--tasks', 'tabular', 'text', '--rounds', '1', '--no-train', '--no-losses', '--no-plots', '--out', str(out)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode==0, r.stdout[-3000:]+r.stderr[-3000:]
     assert 'Warning' not in r.stderr, r.stderr[-2000:]
     sp = pd.read_csv(out/'zoo.csv')
     assert set(sp.phase)=={'infer', 'predict'} and set(sp.task)=={'tabular', 'text'} and (sp.samples_per_sec>0).all()
+    assert not (out/'zoo.png').exists() and 'zoo.png' not in r.stdout # --no-plots
 
 @pytest.mark.parametrize('args,msg', [(['--tasks','nope'], 'unknown task(s) nope'), (['--rounds','0'], '--rounds must be >= 1'),
                                       (['--threads','0'], '--threads must be >= 1'),

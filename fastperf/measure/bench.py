@@ -23,8 +23,8 @@ from .reference import PlainLoop
 # %% auto #0
 __all__ = ['builtin_models', 'bench_features', 'bench_baseline', 'bench_optimizer', 'bench_columns', 'tiny_vit', 'check_model',
            'bench_model', 'default_sweep', 'quick_sweep', 'bench_configs', 'bench_learner', 'run_loop',
-           'plot_throughput', 'feature_interactions', 'plot_interactions', 'format_table', 'summary', 'compare_runs',
-           'bench', 'main']
+           'plot_throughput', 'feature_interactions', 'speed_axis', 'plot_interactions', 'format_table', 'summary',
+           'compare_runs', 'bench', 'main']
 
 # %% ../../nbs/25_bench.ipynb #227ebbc8
 def tiny_vit(size:int=32, # Image size (a multiple of 8)
@@ -646,12 +646,22 @@ def _speed_ticks(lo, hi, most:int=7)->list:
         if min(np.diff(np.log(ts)), default=gap)>=gap: return ts
     return [1]
 
+def speed_axis(ax, # A matplotlib axis whose x axis shows speed ratios
+               est, # The ratios plotted (a `Series`)
+               ends, # Their intervals' ends (a `Series`), shown up to twice beyond the ratios (cut there)
+              ):
+    "A log x axis for speed ratios: 1x and every ratio on it, round factors as ticks ('2x'), a grey line at 1x"
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+    ax.axvline(1, color='gray', lw=1); ax.set_xscale('log')
+    lo,hi = _speed_lims(pd.Series(est).dropna(), pd.Series(ends).dropna())
+    ax.set_xticks(_speed_ticks(lo, hi)); ax.set_xlim(lo, hi); ax.tick_params(axis='x', labelsize=8)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v,_: f'{v:g}x')); ax.xaxis.set_minor_formatter(NullFormatter())
+
 def plot_interactions(df:pd.DataFrame, # Rows of a sweep
                       fname=None, # Save the figure here
                      ):
     "Speedup of each feature with the others held fixed, one dot per context, one panel per model and mode"
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter, NullFormatter
     fi = feature_interactions(df)
     if not len(fi): return None
     groups = list(fi.groupby(['model','mode'], sort=False))
@@ -665,10 +675,7 @@ def plot_interactions(df:pd.DataFrame, # Rows of a sweep
                 err = [(e[pre+'speedup']-e[pre+'speedup_lo']).fillna(0).clip(lower=0), (e[pre+'speedup_hi']-e[pre+'speedup']).fillna(0).clip(lower=0)]
                 ax.errorbar(e[pre+'speedup'], e.feature.map({f:i for i,f in enumerate(feats)})+dy, xerr=err, fmt=mk, capsize=2, zorder=3,
                             color=col if ok else '0.7', label=lab if ok else f"{lab}: interval includes 1x")
-        ax.axvline(1, color='gray', lw=1); ax.set_xscale('log')
-        lo,hi = _speed_lims(pd.concat([d.speedup, d.vanilla_speedup]).dropna(), pd.concat([d[p+'speedup_'+e] for p in ('','vanilla_') for e in ('lo','hi')]).dropna())
-        ax.set_xticks(_speed_ticks(lo, hi)); ax.set_xlim(lo, hi); ax.tick_params(axis='x', labelsize=8)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v,_: f'{v:g}x')); ax.xaxis.set_minor_formatter(NullFormatter())
+        speed_axis(ax, pd.concat([d.speedup, d.vanilla_speedup]), pd.concat([d[p+'speedup_'+e] for p in ('','vanilla_') for e in ('lo','hi')]))
         ax.set_yticks(range(len(feats))); ax.set_yticklabels(feats, fontsize=8); ax.set_ylim(-0.6, len(feats)-0.4)
         ax.set_xlabel('speedup from switching the feature on'); ax.set_title(f"{model}, {mode}", fontsize=10)
     hl = {l:h for ax in axs.flat for h,l in zip(*ax.get_legend_handles_labels())} # one legend, below the panels, where it hides no dot: every panel's markers, once

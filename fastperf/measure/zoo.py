@@ -29,12 +29,12 @@ from .inference import inference_parity, predict_input
 from ..core import device_sync, model_device
 from ..compiler import unset_inference_tensors
 from ..inference import predict_callbacks
-from .bench import tiny_vit
+from .bench import tiny_vit, speed_axis
 
 # %% auto #0
 __all__ = ['ZOO', 'ZooTask', 'tabular_task', 'text_task', 'unet_task', 'digits_task', 'resnet_task', 'vit_task',
            'multilabel_task', 'collab_task', 'lm_task', 'zoo_decisions', 'zoo_losses', 'zoo_train', 'zoo_infer',
-           'zoo_item', 'zoo_predict', 'zoo', 'zoo_summary', 'save_zoo', 'main']
+           'zoo_item', 'zoo_predict', 'zoo', 'zoo_summary', 'plot_zoo', 'save_zoo', 'main']
 
 # %% ../../nbs/29_measure_zoo.ipynb #5380727f
 @dataclass
@@ -411,6 +411,40 @@ def zoo_summary(speed:pd.DataFrame)->pd.DataFrame:
         rows.append(r)
     return pd.DataFrame(rows).fillna('')
 
+_PLOT = {'train': [('to_fastperf()', 'vs_fastai', "to_fastperf() vs fastai's defaults", 'C0'), ('tune_fastperf()', 'vs_fastai', "tune_fastperf() vs fastai's defaults", 'C1'),
+                   ('to_fastperf()', 'vs_plain', "to_fastperf() vs the plain loop", 'C3')],
+         'infer': [('to_fast_inference()', 'vs_fastai', "to_fast_inference() vs fastai's defaults", 'C0'), (_WARM, 'vs_plain', "after training vs the plain loop", 'C3')],
+         'predict': [('to_fastperf()', 'vs_fastai', "to_fastperf() vs fastai's defaults", 'C0'), (_PREDICTOR, 'vs_fastai', "learn.predictor() vs fastai's defaults", 'C2'),
+                     (_WARM, 'vs_plain', "after training vs the plain forward", 'C3')]} # phase -> (loop, ratio column, label, colour) of each series: against fastai's defaults in blue (the predictor green, the tuner orange), against the plain loop in red
+
+def plot_zoo(speed:pd.DataFrame, # The speed table: `zoo(...)['speed']`, or `zoo.csv` read back
+             fname=None, # Save the figure here
+            ):
+    "One panel per phase (training, inference, `predict`): each task's ratios, fastperf against fastai's defaults and against the plain loop, with their 95% intervals, on a log axis with 1x marked"
+    import matplotlib.pyplot as plt
+    phases = [p for p in _PLOT if p in set(speed.phase)]
+    if not phases: return None
+    tasks = list(dict.fromkeys(speed.task))
+    fig,axs = plt.subplots(1, len(phases), figsize=(4.8*len(phases), 1.2+0.42*len(tasks)), squeeze=False)
+    for ax,ph in zip(axs[0], phases):
+        d = speed[speed.phase==ph].set_index(['task','loop'])
+        series = [s for s in _PLOT[ph] if any((t,s[0]) in d.index for t in tasks)]
+        est,ends = [],[]
+        for j,(loop,col,lab,colour) in enumerate(series):
+            rows = [(i,d.loc[(t,loop)]) for i,t in enumerate(tasks) if (t,loop) in d.index]
+            v,lo,hi = (np.array([r[c] for _,r in rows], dtype=float) for c in (col, col+'_lo', col+'_hi'))
+            err = [np.nan_to_num(np.clip(v-lo, 0, None)), np.nan_to_num(np.clip(hi-v, 0, None))] # (one round: no interval)
+            ax.errorbar(v, [i+(j-(len(series)-1)/2)*0.2 for i,_ in rows], xerr=err, fmt='o', ms=4, capsize=2, color=colour, label=lab, zorder=3)
+            est += list(v); ends += list(lo)+list(hi)
+        speed_axis(ax, pd.Series(est), pd.Series(ends))
+        ax.set_yticks(range(len(tasks))); ax.set_yticklabels(tasks, fontsize=8); ax.set_ylim(len(tasks)-0.5, -0.5)
+        ax.set_title({'train':'training', 'infer':'inference (get_preds)', 'predict':'predict (one item)'}[ph], fontsize=10)
+        ax.legend(fontsize=7, loc='upper center', bbox_to_anchor=(0.5, -0.08), frameon=False)
+    fig.suptitle("fastperf against fastai's defaults and the plain PyTorch loop, per task (95% intervals; 1x: the same speed)", fontsize=10)
+    fig.tight_layout()
+    if fname: fig.savefig(fname, dpi=100, bbox_inches='tight')
+    return fig
+
 def save_zoo(res:dict, out)->list:
     "Write `zoo.csv`, `zoo_decisions.csv`, `zoo_losses.csv` and `zoo.json` into folder `out`; returns their paths"
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
@@ -431,6 +465,7 @@ def _parser():
     p.add_argument('--no-infer', action='store_true', help="skip inference"); p.add_argument('--no-losses', action='store_true', help="skip the loss check")
     p.add_argument('--no-predict', action='store_true', help="skip learn.predict of one item")
     p.add_argument('--defer', action='store_true', help="also time inference after training with to_fast_inference(defer=True) (gathering on the device)")
+    p.add_argument('--no-plots', action='store_true', help="skip zoo.png (plot_zoo)")
     p.add_argument('--threads', type=int, help="torch.set_num_threads")
     p.add_argument('--out', help="folder for the files (default: fastperf-zoo-<time>)")
     return p
@@ -460,5 +495,9 @@ def main(argv=None):
         return 130
     with pd.option_context('display.width', 250, 'display.max_columns', 30): print(zoo_summary(res['speed']).to_string(index=False))
     save_zoo(res, out)
-    print(f"wrote {out}/zoo.csv, zoo_decisions.csv, zoo_losses.csv, zoo.json")
+    if not a.no_plots:
+        import matplotlib.pyplot as plt
+        fig = plot_zoo(res['speed'], fname=out/'zoo.png')
+        if fig is not None: plt.close(fig)
+    print(f"wrote {out}/zoo.csv, zoo_decisions.csv, zoo_losses.csv, zoo.json{'' if a.no_plots else ', zoo.png'}")
     return 0 if a.no_losses or res['losses'].ok.all() else 1
