@@ -1,17 +1,22 @@
 """fastai's entry points the zoo does not time, after `to_fastperf()` against fastai's defaults, on the zoo's Learners after one epoch
 each, interleaved in one process (session 30): `validate()` (3 calls a round) or `tta(n=2)` (2 calls a round; image tasks); or (session 41)
 `fit_metrics`: `fit_one_cycle(1)` with the metrics a user passes for the task (accuracy, `accuracy_multi`, `Dice`, `rmse`, perplexity), the
-whole epoch timed (training, the validation pass and its metrics, the schedule), one a round, on Learners given the metrics when made.
-Usage: python tools/entry_bench.py {validate,tta,fit_metrics} ROUNDS TASK..."""
+whole epoch timed (training, the validation pass and its metrics, the schedule), one a round, on Learners given the metrics when made;
+`lr_find` (`lr_find(num_it=40)` on the Learners as made, as users run it before training, one a round: its training steps, and the
+save and load of the weights around them) and `fine_tune`
+(`fine_tune(1)`: an epoch frozen, an epoch unfrozen; a vision_learner's or unet_learner's).
+Usage: python tools/entry_bench.py {validate,tta,fit_metrics,lr_find,fine_tune} ROUNDS TASK..."""
 import sys, time, warnings; warnings.filterwarnings('ignore')
 from fastperf.all import *
 from fastai.torch_core import set_seed
+import fastai.callback.schedule # `Learner.lr_find`, `fit_one_cycle`, `fine_tune` (a plain `Learner`'s script imports them with fastai's `all` modules)
 from fastperf.core import no_bar
 from fastperf.measure.zoo import ZOO
 from fastperf.measure.clock import interleave, ratio_interval
 
 what,rounds = sys.argv[1],int(sys.argv[2])
-calls = {'validate': (3, lambda l: l.validate()), 'tta': (2, lambda l: l.tta(n=2)), 'fit_metrics': (1, lambda l: l.fit_one_cycle(1))}
+calls = {'validate': (3, lambda l: l.validate()), 'tta': (2, lambda l: l.tta(n=2)), 'fit_metrics': (1, lambda l: l.fit_one_cycle(1)),
+         'lr_find': (1, lambda l: l.lr_find(num_it=40, show_plot=False)), 'fine_tune': (1, lambda l: l.fine_tune(1))}
 if what not in calls: sys.exit(__doc__)
 n,call = calls[what]
 for name in sys.argv[3:]:
@@ -23,6 +28,7 @@ for name in sys.argv[3:]:
         for l in (fa, fp): l.metrics = mets() # (each Learner its own metric objects)
     fp.to_fastperf(verbose=False)
     for l in (fa, fp):
+        if what=='lr_find': break # (as users run it: before training; after an epoch a model with a tiny loss can stop fastai's finder within a few steps by noise, where its `valley` fails)
         set_seed(0)
         with no_bar(l), l.no_logging(): l.fit(1)
     def job(l):
