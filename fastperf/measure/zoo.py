@@ -366,7 +366,7 @@ def zoo(tasks:list=None, # Names from `ZOO` (default: all)
         losses:bool=True, # Also compare the first training losses with the plain loop's
         show:bool=True, # Progress bar over the tasks
        )->dict:
-    "Every task of the zoo: training (and inference, and `predict`, where the task does not `skip` them) samples/s of fastai's defaults, fastperf's one call and a plain PyTorch loop, the decisions `to_fastperf()` made, and the loss check"
+    "Every task of the zoo: training (unless `train=False`), inference and `predict` (where the task does not `skip` them) samples/s of fastai's defaults, fastperf's one call and a plain PyTorch loop, the decisions `to_fastperf()` made, and the loss check"
     names = list(ZOO) if tasks is None else list(tasks)
     bad = [n for n in names if n not in ZOO]
     if bad: raise ValueError(f"zoo: unknown task(s) {bad}; the zoo has {list(ZOO)}")
