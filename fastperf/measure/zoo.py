@@ -347,11 +347,10 @@ def zoo_predict(task:ZooTask, rounds:int=3, calls:int=20, show:bool=False)->pd.D
     return _table(task, 'predict', res, 'fastai defaults', _FORWARD)
 
 # %% ../../nbs/29_measure_zoo.ipynb #69e36b6c
-def _nothing_timed(names, train, infer, predict)->str|None:
-    "Why a zoo of tasks `names` with these phases would time nothing (None if it times something)"
+def _nothing_timed(sk:dict, train, infer, predict)->str|None:
+    "Why a zoo of tasks whose skipped phases are `sk` (name -> `ZooTask.skip`) would time nothing with these phases (None if it times something)"
     if train: return None
     if not (infer or predict): return "train, infer and predict are all off"
-    sk = {n: ZOO[n]().skip for n in names}
     if any((infer and 'infer' not in s) or (predict and 'predict' not in s) for s in sk.values()): return None
     return f"without training, every task asked for skips the other phases ({'; '.join(f'{n}: {sorted(s)}' for n,s in sk.items())})"
 
@@ -371,12 +370,13 @@ def zoo(tasks:list=None, # Names from `ZOO` (default: all)
     bad = [n for n in names if n not in ZOO]
     if bad: raise ValueError(f"zoo: unknown task(s) {bad}; the zoo has {list(ZOO)}")
     if tune and not train: raise ValueError("zoo: tune=True times tune_fastperf()'s training: it needs train=True")
-    why = _nothing_timed(names, train, infer, predict)
+    made = {n: ZOO[n]() for n in names} # (the tasks' data, made once: their Learners are made per phase)
+    why = _nothing_timed({n:t.skip for n,t in made.items()}, train, infer, predict)
     if why: raise ValueError(f"zoo: nothing to time: {why}")
     tabs,dec,los = [],[],[]
     from fastprogress.fastprogress import progress_bar
     for n in (progress_bar(names, leave=False) if show else names):
-        task = ZOO[n]()
+        task = made[n]
         dec.append(zoo_decisions(task))
         if train: tabs.append(zoo_train(task, rounds=rounds, tune=tune, tune_budget=tune_budget))
         if infer and 'infer' not in task.skip: tabs.append(zoo_infer(task, rounds=rounds, defer=defer))
@@ -479,7 +479,7 @@ def main(argv=None):
     bad = [t for t in (a.tasks or []) if t not in ZOO]
     if bad: p.error(f"unknown task(s) {', '.join(bad)}; the zoo has {', '.join(ZOO)}")
     if a.tune and a.no_train: p.error("--tune times tune_fastperf()'s training: it cannot go with --no-train")
-    why = _nothing_timed(a.tasks or list(ZOO), not a.no_train, not a.no_infer, not a.no_predict)
+    why = a.no_train and _nothing_timed({n: ZOO[n]().skip for n in a.tasks or ZOO}, False, not a.no_infer, not a.no_predict)
     if why: p.error(f"nothing to time: {why}")
     if a.threads: torch.set_num_threads(a.threads)
     out = Path(a.out or f"fastperf-zoo-{time.strftime('%Y%m%d-%H%M%S')}")
