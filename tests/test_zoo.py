@@ -37,6 +37,8 @@ def test_zoo_cli_no_train(tmp_path):
     sp = pd.read_csv(out/'zoo.csv')
     assert set(sp.phase)=={'infer', 'predict'} and set(sp.task)=={'tabular', 'text'} and (sp.samples_per_sec>0).all()
     assert not (out/'zoo.png').exists() and 'zoo.png' not in r.stdout # --no-plots
+    assert not (out/'zoo_losses.csv').exists() and 'zoo_losses.csv' not in r.stdout # --no-losses: no table, no empty file
+    assert 'zoo_decisions.csv' in r.stdout
 
 @pytest.mark.parametrize('args,msg', [(['--tasks','nope'], 'unknown task(s) nope'), (['--rounds','0'], '--rounds must be >= 1'),
                                       (['--threads','0'], '--threads must be >= 1'),

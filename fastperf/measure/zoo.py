@@ -446,9 +446,9 @@ def plot_zoo(speed:pd.DataFrame, # The speed table: `zoo(...)['speed']`, or `zoo
     return fig
 
 def save_zoo(res:dict, out)->list:
-    "Write `zoo.csv`, `zoo_decisions.csv`, `zoo_losses.csv` and `zoo.json` into folder `out`; returns their paths"
+    "Write `zoo.csv`, `zoo_decisions.csv`, `zoo_losses.csv` (each where the run made its table: `losses=False` makes none) and `zoo.json` into folder `out`; returns their paths"
     out = Path(out); out.mkdir(parents=True, exist_ok=True)
-    names = dict(speed='zoo.csv', decisions='zoo_decisions.csv', losses='zoo_losses.csv')
+    names = {k:f for k,f in dict(speed='zoo.csv', decisions='zoo_decisions.csv', losses='zoo_losses.csv').items() if len(res[k].columns)}
     for k,f in names.items(): res[k].to_csv(out/f, index=False)
     js = dict(env=res['speed'].attrs, **{k:v.to_dict(orient='records') for k,v in res.items()})
     (out/'zoo.json').write_text(json.dumps(js, indent=1, default=str))
@@ -494,10 +494,10 @@ def main(argv=None):
         print(f"fastperf-zoo: interrupted; nothing written to {out}", file=sys.stderr)
         return 130
     with pd.option_context('display.width', 250, 'display.max_columns', 30): print(zoo_summary(res['speed']).to_string(index=False))
-    save_zoo(res, out)
+    files = save_zoo(res, out)
     if not a.no_plots:
         import matplotlib.pyplot as plt
         fig = plot_zoo(res['speed'], fname=out/'zoo.png')
-        if fig is not None: plt.close(fig)
-    print(f"wrote {out}/zoo.csv, zoo_decisions.csv, zoo_losses.csv, zoo.json{'' if a.no_plots else ', zoo.png'}")
+        if fig is not None: plt.close(fig); files.append(out/'zoo.png')
+    print(f"wrote {out}/{', '.join(f.name for f in files)}")
     return 0 if a.no_losses or res['losses'].ok.all() else 1
