@@ -7,7 +7,7 @@ Docs: https://fastperf.github.io/fastperf/all.html.md"""
 # %% auto #0
 __all__ = []
 
-# %% ../nbs/99_all.ipynb #72c9f10f
+# %% ../nbs/99_all.ipynb #9d72e3d6
 import fastperf.core # `Learner.on_fit_exit`, `mark_warmup`, `pop_warmup`, `fitting`
 from .cast import CastToTensor, cast_to_tensor
 from .channelslast import ChannelsLast
@@ -15,7 +15,8 @@ from .cudnn import CudnnBenchmark
 from .precision import AutoMixedPrecision
 from .compiler import Compile, InferenceMode
 from .timer import ThroughputTimer, combine_reports, straggler
-from .pipeline import TuneWorkers, tune_workers, ram_cache, uint8_batches, lean_pipelines, unlean_pipelines, h2d_bytes
+from .pipeline import TuneWorkers, tune_workers, uint8_batches
+from .copies import lean_pipelines, unlean_pipelines
 from .images import fast_images, slow_images
 from .optim import fast_opt
 from .profile import SyncDebug, Profiler, NoSyncLoss, count_syncs
@@ -24,9 +25,9 @@ from .distributed import distributed_report, is_rank0
 from .inference import FastInference, Predictor
 import fastperf.tune # `Learner.tune_fastperf`
 
-# %% ../nbs/99_all.ipynb #538037f0
+# %% ../nbs/99_all.ipynb #9d1837ca
 __all__ = ['CastToTensor', 'ChannelsLast', 'CudnnBenchmark', 'AutoMixedPrecision', 'Compile', 'NoSyncLoss', 'TuneWorkers',
-           'ThroughputTimer', 'SyncDebug', 'Profiler', 'count_syncs', 'h2d_bytes', 'recommended_cbs',
+           'ThroughputTimer', 'SyncDebug', 'Profiler', 'count_syncs', 'recommended_cbs',
            'InferenceMode', 'FastInference', 'Predictor',
-           'ram_cache', 'uint8_batches', 'lean_pipelines', 'unlean_pipelines', 'fast_images', 'slow_images', 'tune_workers', 'cast_to_tensor',
+           'uint8_batches', 'lean_pipelines', 'unlean_pipelines', 'fast_images', 'slow_images', 'tune_workers', 'cast_to_tensor',
            'fast_opt', 'distributed_report', 'is_rank0', 'combine_reports', 'straggler']

@@ -323,7 +323,7 @@ def explain_compile(self:Learner, **kwargs):
     with self.removed_cbs([c for c in self.cbs if isinstance(c, Compile)]), no_bar(self), self.no_logging(): self.fit(1, cbs=cb)
     return cb.explanation
 
-# %% ../nbs/06_compiler.ipynb #ed1bfe23
+# %% ../nbs/06_compiler.ipynb #3dd51b5e
 def inference_mode_blockers(learn:Learner)->list:
     "Why `learn`'s predictions must run under `no_grad` rather than `inference_mode` (an empty list: it is safe)"
     why = []
@@ -334,7 +334,7 @@ def inference_mode_blockers(learn:Learner)->list:
 
 def unset_inference_tensors(model:nn.Module):
     "Replace parameters, buffers and tensors cached as plain attributes (by modules outside `torch.nn`) that a forward under inference_mode made inference tensors with normal copies"
-    for mod in fast_modules(model): # (`model.modules()` without its generator and names: this runs after every inference loop)
+    for mod in model.modules():
         for d in (mod._buffers, mod._parameters):
             for k,t in d.items():
                 if t is not None and t.is_inference():

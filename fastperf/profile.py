@@ -23,7 +23,7 @@ _NEXT = dict(before_batch='forward (model)', after_pred='loss (loss_func)', afte
              after_backward='learner', before_step='optimizer step', after_step='optimizer zero_grad',
              after_cancel_backward='learner', after_cancel_step='learner')
 
-# %% ../nbs/08_profile.ipynb #c290a1c0
+# %% ../nbs/08_profile.ipynb #64686264
 class SyncDebug(RestoringCallback):
     "Count the host-device syncs of each phase of the training step (model, loss, backward, step, each callback)"
     order = -50 # runs first; its work is done by wrapping the Learner's event dispatch, so every callback is attributed
@@ -54,7 +54,7 @@ class SyncDebug(RestoringCallback):
                     if self.active: self._drain()
             if self.active: self.phase = _NEXT.get(event_name, 'learner')
             if event_name=='after_batch' and self.active: self._stop()
-        prev = learn.__dict__.get('_call_one') # the Learner's own, if it has one (fastperf's `set_fast_dispatch`)
+        prev = learn.__dict__.get('_call_one') # the Learner's own, if it has one
         learn._call_one = self._wrapped = _call_one # this Learner only
         learn.on_fit_exit(functools.partial(self._restore, learn, prev)) # the Learner itself: a callback given to `fit(cbs=...)` has left it by then
 

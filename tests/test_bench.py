@@ -116,14 +116,7 @@ def test_cli_to_file_interleaved(tmp_path):
     assert len(head)==1 and lines[head[0]].lstrip().startswith('model')  # the header on its own line
     table = lines[head[0]:head[0]+3]
     assert not any(re.search(r'\de[+-]?\d', l) for l in table) and 'Optimizer: torch AdamW' in p.stdout
-    # resume: a finished configuration is kept, the missing one is measured in a new run
-    pd.read_csv(out/'results.csv').iloc[:1].to_csv(out/'results.csv', index=False)
-    p = run_cli('--models', 'small_cnn', '--features', 'channels_last', *TINY, '--out', out, '--no-plots')
-    assert p.returncode==0, p.stderr[-3000:]
-    df2 = pd.read_csv(out/'results.csv')
-    assert len(df2)==2 and df2.samples_per_sec[0]==df.samples_per_sec[0] and df2.run_id[0]!=df2.run_id[1]
-    runs2 = json.loads((out/'results.json').read_text())['runs']  # the first run's record is kept, the resumed run's added
-    assert len(runs2)==2 and runs2[0]==runs[0] and len(runs2[1]['schedule'])==1 and runs2[1]['measured']==1
+    # (resuming, a finished configuration kept and the missing one measured in a new run: test_interrupt)
 
 USER_MODELS = '''
 import torch
@@ -232,9 +225,12 @@ def test_interrupt(tmp_path):
     assert pd.read_csv(out/'results.csv').model.tolist()==['small_cnn']
     run = json.loads((out/'results.json').read_text())['runs'][-1]
     assert run['interrupted'] and len(run['schedule'])==1
-    p = run_cli(*args)
+    p = run_cli(*args) # resume: the finished configuration is kept, the missing one is measured in a new run
     assert p.returncode==0, p.stderr[-3000:]
-    assert pd.read_csv(out/'results.csv').model.tolist()==['small_cnn', 'tiny_vit']
+    df = pd.read_csv(out/'results.csv')
+    assert df.model.tolist()==['small_cnn', 'tiny_vit'] and df.run_id[0]!=df.run_id[1]
+    runs2 = json.loads((out/'results.json').read_text())['runs'] # the first run's record is kept, the resumed run's added
+    assert len(runs2)==2 and runs2[0]==run and len(runs2[1]['schedule'])==1 and runs2[1]['measured']==1
 
 DDP_MODELS = '''
 import os

@@ -126,10 +126,10 @@ print(f'TRAINED rank={rank} iters={learn.train_iter} left={[type(cb).__name__ fo
 """
 
 def test_ddp_exit_is_clean(tmp_path):
-    "A user's torchrun script with `ddp_ctx` and no teardown of its own exits 0 on every rank, 10 runs in a row (it aborted ~1 run in 12)"
+    "A user's torchrun script with `ddp_ctx` and no teardown of its own exits 0 on every rank, and its process group is gone before the interpreter's finalization (where gloo's threads aborted ~1 run in 12): twice"
     script = tmp_path/'train.py'
     script.write_text(USER_SCRIPT)
-    for i in range(10):
+    for i in range(2): # (the process group's end is checked in every run; repeating runs only adds chances to see the abort it caused)
         out = _run([sys.executable, '-m', 'torch.distributed.run', '--nproc_per_node', '2', '--master_port', str(_free_port()), str(script)], timeout=120)
         # (the ranks share stdout, so a line of one can start in the middle of the other's: search, not startswith)
         # both ranks trained (half of the 4 batches each), and `ddp_ctx` removed its trainer when it exited

@@ -21,14 +21,15 @@ def test_import_changes_nothing_with_distributed():
     assert rc==0 and 'nothing replaced, removed or changed' in out, out
 
 def test_planted_patches_are_reported(tmp_path):
-    "A module that replaces a Learner method, removes a DataLoader attribute, loads fastai's progress module and flips a torch flag fails the check, by name"
+    "A module that replaces a Learner method, removes a DataLoader attribute, adds to fastai's default callbacks and flips a torch flag fails the check, by name"
     (tmp_path/'planted.py').write_text(
         "import fastai.learner, fastai.data.load, torch\n"
         "_fit = fastai.learner.Learner.fit\n"
         "def fit(self, *args, **kwargs): return _fit(self, *args, **kwargs)\n"
         "fastai.learner.Learner.fit = fit\n"
         "del fastai.data.load.DataLoader.one_batch\n"
-        "import fastai.callback.progress\n"
+        "import fastai.callback.core\n"
+        "fastai.learner.defaults.callbacks = [*fastai.learner.defaults.callbacks, fastai.callback.core.Callback]\n"
         "torch.backends.cudnn.benchmark = not torch.backends.cudnn.benchmark\n")
     p = subprocess.run([sys.executable, str(TOOL), '--import', 'planted'], capture_output=True, text=True, timeout=600, cwd=ROOT,
                        env={**__import__('os').environ, 'PYTHONPATH': str(tmp_path)})

@@ -26,7 +26,7 @@ def _folder(n:int, h:int, w:int)->str:
 
 _WRITE = _folder(6, 24, 24) + textwrap.dedent(r'''
 from torchvision.models import resnet18
-from fastperf.pipeline import LeanPipeline
+from fastperf.copies import LeanPipeline
 def dls():
     set_seed(0)
     db = DataBlock(blocks=(ImageBlock, CategoryBlock), get_items=get_image_files, splitter=GrandparentSplitter(),
@@ -96,13 +96,13 @@ warnings.filterwarnings('ignore')
 import fastai.data.load as L, fastai.data.core as C
 def fns(): return (L.DataLoader.__dict__['create_item'], C.DataLoaders.__dict__['test_dl'], L.to_device)
 a = fns()
-import fastperf.pipeline
+import fastperf.pipeline, fastperf.copies
 b = fns()
 print(json.dumps(dict(same=[x is y for x,y in zip(a, b)], files=[f.__code__.co_filename.split('site-packages/')[-1] for f in b])))
 ''')
 
 def test_import_leaves_fastai_alone():
-    "Importing `fastperf.pipeline` replaces none of fastai's `DataLoader.create_item`, `DataLoaders.test_dl`, `fastai.data.load.to_device`"
+    "Importing `fastperf.pipeline` and `fastperf.copies` replace none of fastai's `DataLoader.create_item`, `DataLoaders.test_dl`, `fastai.data.load.to_device`"
     r = _run(_IMPORT)
     assert r['same']==[True, True, True], r
     assert r['files']==['fastai/data/load.py', 'fastai/data/core.py', 'fastai/torch_core.py'], r

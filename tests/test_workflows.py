@@ -20,7 +20,12 @@ ROOT = Path(__file__).resolve().parent
 SCRIPT = ROOT/'workflow_script.py'
 CONFIGS = ['plain', 'all', 'to_fastperf', 'cast', 'channelslast', 'cudnn', 'amp', 'timer', 'syncdebug', 'profiler', 'compile', 'nosync', 'tabular', 'tasks', 'lm_collab']
 # FASTPERF_WORKFLOWS=plain,tasks runs only those sessions (tools/gpu_check.sh's CPU mode); the tests of the others skip
-RUN = [c for c in CONFIGS if c in os.environ['FASTPERF_WORKFLOWS'].split(',')] if os.environ.get('FASTPERF_WORKFLOWS') else CONFIGS
+# callbacks that stand aside where there is no CUDA device (they say so once): alone, their sessions would be `plain`'s again;
+# on a CPU the `all` and `tabular` sessions carry them, on a GPU (tools/gpu_check.sh) each runs alone too
+CUDA_ONLY = {'cudnn': 'CudnnBenchmark', 'syncdebug': 'SyncDebug', 'nosync': 'NoSyncLoss'}
+import torch
+RUN = [c for c in CONFIGS if c in os.environ['FASTPERF_WORKFLOWS'].split(',')] if os.environ.get('FASTPERF_WORKFLOWS') else [
+       c for c in CONFIGS if torch.cuda.is_available() or c not in CUDA_ONLY]
 XFAIL = {} # config -> reason, for bugs in modules this suite's authors do not own (none open now)
 
 def write_images(root, n_train=30, n_valid=10, size=32, seed=0):
@@ -54,6 +59,7 @@ def sessions(tmp_path_factory):
         return {c:f.result() for c,f in futs.items()}
 
 def _ok(sessions, cfg):
+    if cfg in CUDA_ONLY and cfg not in sessions and not torch.cuda.is_available(): pytest.skip(f"{CUDA_ONLY[cfg]} stands aside without CUDA (the `all` session has it here)")
     if cfg not in sessions: pytest.skip(f"{cfg}: not in FASTPERF_WORKFLOWS")
     r = sessions[cfg]
     assert r['rc']==0 and r['res'] is not None, r['log']

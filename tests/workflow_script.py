@@ -406,7 +406,8 @@ def main(cfg, data, work):
     if 'ThroughputTimer' in CONFIGS[cfg] and cfg not in ('tabular', 'tasks', 'lm_collab'):
         t = learn.throughput_timer # after predictions, exports and more fits: the last fit's numbers, a report and a verdict
         res['timer'] = dict(samples_per_sec=t.samples_per_sec, verdict=t.verdict())
-        assert t.samples_per_sec>0 and len(t.report())==9
+        from fastperf.timer import PHASES
+        assert t.samples_per_sec>0 and len(t.report())==len(PHASES)+1 # a row per phase and the step
     if 'Profiler' in CONFIGS[cfg] and cfg not in ('tabular', 'tasks', 'lm_collab'): res['profiled'] = learn.profiler.table is not None
     print('RESULT ' + json.dumps(res))
 
