@@ -9,8 +9,7 @@ It takes, in a fresh process, the `id()` of every attribute (public and private)
 callable in `fastai.data.load`, `fastai.torch_core` (and `fastai.distributed`), fastai's `defaults.callbacks`, torch's
 backend flags and grad mode, and the number of atexit hooks; imports fastperf; and takes them again. Attributes fastperf
 *adds* (`@patch`, fastai's idiom) are listed but allowed; one replaced or removed, or a setting that moved, is an error:
-it prints each and exits 1. Without --with-distributed, fastai's progress module is not loaded before fastperf, so a
-fastperf import that loads it (it appends `ProgressCallback` to `defaults.callbacks`) shows."""
+it prints each and exits 1. """
 import argparse, atexit, importlib, pkgutil, sys, warnings
 
 def _backend_flags():
@@ -25,6 +24,8 @@ def _backend_flags():
 def snapshot(distributed:bool)->dict:
     "id() of every watched attribute, the watched settings, and the atexit hook count"
     import fastai.learner, fastai.data.load, fastai.data.core, fastai.torch_core, fastai.callback.core
+    import fastai.callback.channelslast # fastperf's `ChannelsLast` and `AutoMixedPrecision` extend fastai's: their modules (and fastai's progress bar,
+                                        # which they load, as every `fastai.*.all` does) are fastai's own imports, not fastperf's doing
     import torch._dynamo # torch's own import registers atexit hooks: not fastperf's doing
     from fastcore.basics import defaults
     classes = [fastai.learner.Learner, fastai.data.load.DataLoader, fastai.data.core.DataLoaders, fastai.data.core.TfmdDL, fastai.callback.core.Callback]

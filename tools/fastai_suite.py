@@ -44,9 +44,9 @@ each replayed statement):
   * cbs_cl : as cbs, plus fastperf's ChannelsLast;
   * infer  : as import, plus fastperf's CastToTensor and FastInference (its defaults: fp32, lean pipelines, no loss in
              `get_preds` without `with_loss`) in `defaults.callbacks` (not in the default set);
-  * lean   : as import, plus `set_fast_dispatch` on every Learner as it is made (fastai's `Learner.__init__` wrapped in
-             the test process): fastperf's lean loop (the flat batch, the lean Recorder and TrainEvalCallback) under every
-             test (not in the default set);
+  * lean   : as import, plus `fast_loop` on every Learner as it is made (fastai's `Learner.__init__` wrapped in the test
+             process): fastperf's `FastLoop` (its class in front of the Learner's, the `loop` and `inference` copies)
+             under every test (not in the default set);
   * pipes  : as import, plus `lean_pipelines` on every fastai `TfmdDL` as it is made (fastai's `TfmdDL.__init__` wrapped in
              the test process; a subclass's own `__init__` may set more after it): fastperf's lean loaders (stacked, padded,
              tabular and language model batches, the item cache) under fastai's own tests of its loaders (not in the default set).
@@ -79,10 +79,10 @@ CONFIGS = {
     'cbs':    'import fastperf.all',
     'cbs_cl': 'import fastperf.all',
     'infer':  'import fastperf.all',
-    # every Learner the tests build gets fastperf's lean loop (`set_fast_dispatch`: the flat batch, the lean Recorder, ...),
-    # the Learner's class left as fastai's (this harness wraps its __init__, in the test process only)
+    # every Learner the tests build gets fastperf's `FastLoop` (`fast_loop`: events only to the callbacks that handle them,
+    # the lean Recorder, ...) as it is made (this harness wraps fastai's `Learner.__init__`, in the test process only)
     'lean':   '''import fastperf.all, functools as _fp_ft
-from fastperf.core import set_fast_dispatch as _fp_sfd
+from fastperf.copies import fast_loop as _fp_sfd
 import fastai.learner as _fp_fl
 _fp_init = _fp_fl.Learner.__init__
 @_fp_ft.wraps(_fp_init)
@@ -92,7 +92,7 @@ _fp_fl.Learner.__init__ = _fp_lean_init''',
     # `TfmdDL.__init__` wrapped in the test process): the lean item and batch pipelines, stacked, padded, tabular and language
     # model batches, the item cache, under fastai's own tests of its loaders
     'pipes':  '''import fastperf.all, functools as _fp_ft
-from fastperf.pipeline import lean_pipelines as _fp_lp
+from fastperf.copies import lean_pipelines as _fp_lp
 import fastai.data.core as _fp_dc
 _fp_dinit = _fp_dc.TfmdDL.__init__
 @_fp_ft.wraps(_fp_dinit)

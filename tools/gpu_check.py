@@ -187,9 +187,9 @@ class Check:
             if r['status']=='ok': shutil.copy2(nb, self.work/'notebooks'/nb.name) # outputs saved by nbdev-test --save
 
     def step_workflows(self):
-        "tests/test_workflows.py: every fastperf callback in every fastai entry point, in fresh processes, on this machine's device (all sessions on a GPU; the `tasks` one on a CPU, where CI runs them all)"
+        "tests/test_workflows.py: every fastperf callback in every fastai entry point, in fresh processes, on this machine's device (all sessions on a GPU; on a CPU, where CI runs them all, the `tasks` one or those FASTPERF_WORKFLOWS names)"
         self.run('workflows', [PY, '-m', 'pytest', '-q', '-rs', '-p', 'no:cacheprovider', REPO/'tests'/'test_workflows.py'],
-                 env=dict(FASTPERF_WORKFLOW_PROCS=str(max(2, min(7, (os.cpu_count() or 2)//2)))) if self.gpu else dict(FASTPERF_WORKFLOWS='tasks'))
+                 env=dict(FASTPERF_WORKFLOW_PROCS=str(max(2, min(7, (os.cpu_count() or 2)//2)))) if self.gpu else dict(FASTPERF_WORKFLOWS=os.environ.get('FASTPERF_WORKFLOWS') or 'tasks'))
 
     # --- bundle and summary -----------------------------------------------------------------------------------------
     def bundle(self)->list:

@@ -5,7 +5,7 @@ import argparse, time, warnings
 warnings.filterwarnings('ignore')
 from fastperf.measure.zoo import ZOO
 from fastperf.measure.clock import measure_fit, interleave, ratio_interval
-from fastperf.pipeline import release_item_caches
+from fastperf.copies import release_item_caches
 from fastperf.core import no_bar
 import fastperf.recommend, fastperf.inference # noqa: F401 (Learner.to_fastperf, Learner.to_fast_inference)
 

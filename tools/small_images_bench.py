@@ -7,7 +7,7 @@ torch.set_num_threads(1)
 from pathlib import Path
 from PIL import Image
 from fastai.vision.all import *
-from fastperf.pipeline import lean_pipelines
+from fastperf.copies import lean_pipelines
 from fastperf.images import fast_images
 from fastperf.measure.clock import ratio_interval
 root = Path('/tmp/smallimgs')
