@@ -6,7 +6,7 @@ Docs: https://fastperf.github.io/fastperf/copies.html.md"""
 
 # %% ../nbs/06b_copies.ipynb #076fb894
 from __future__ import annotations
-import sys, hashlib, inspect, functools, warnings, weakref, contextlib
+import sys, hashlib, inspect, functools, types, warnings, weakref, contextlib
 from collections import namedtuple
 import numpy as np, torch
 from torch import nn
@@ -21,7 +21,7 @@ from fastai.losses import BaseLoss
 from fastai.callback.core import Callback, GatherPredsCallback, TrainEvalCallback, event as _event, _inner_loop
 from fastai.callback.core import (CancelBatchException, CancelBackwardException, CancelStepException, CancelEpochException, CancelFitException,
                                   CancelTrainException, CancelValidException, modify_exception)
-from fastai.torch_core import to_detach as _fa_to_detach, num_distrib, tensor, getcallable, defaults
+from fastai.torch_core import to_detach as _fa_to_detach, num_distrib, tensor, getcallable, defaults, default_device
 from fastai.data.load import DataLoader as _FaDL
 from fastai.data.core import Datasets, TfmdLists, TfmdDL, DataLoaders
 from fastai.torch_core import TensorBase
@@ -48,7 +48,8 @@ FASTAI_COPIED = '2.8.12' # the fastai whose code the copies were made from
 COPIES = dict(
     loop=Copy("fast training loop (events sent only to the callbacks that handle them, a batch on the model's device not sent again, fastai's losses on plain tensors, the Recorder's record without attribute searches)",
               ('Learner.__call__', 'Learner._call_one', 'Callback.__call__', 'Learner.one_batch', 'Learner._set_device', 'Learner._split', 'Learner._do_one_batch',
-               'Learner.to_detach', 'BaseLoss.__call__', 'BaseLoss._contiguous', 'Recorder.after_batch', 'Recorder._train_mets', 'AvgSmoothLoss.accumulate', 'AvgSmoothLoss.value'), 'ad9574d33a0ce8bf'),
+               'Learner.to_detach', 'BaseLoss.__call__', 'BaseLoss._contiguous', 'Recorder.after_batch', 'Recorder._train_mets', 'AvgSmoothLoss.accumulate', 'AvgSmoothLoss.value',
+               'TrainEvalCallback.before_fit'), 'f0f93beb002e9920'),
     inference=Copy("fast inference loop (get_preds without reordering a loader in order, and its batches without their events)",
                    ('Learner.get_preds', 'Learner.all_batches', 'DataLoader.get_idxs', 'GatherPredsCallback.before_batch', 'GatherPredsCallback.after_batch', 'Recorder.after_batch'), '482d5a66577bb4d3'),
     pipeline=Copy("lean item and batch pipelines (transforms with nothing to do for an item's types skipped, the rest dispatched without a bound method per call)",
@@ -77,7 +78,7 @@ COPIES = dict(
                     'fastai.optimizer.step_stat', 'fastai.optimizer.weight_decay', 'fastai.optimizer.l2_reg', 'fastai.optimizer.momentum_step', 'fastai.optimizer.sgd_step'), '81de97a40e996526'),
 )
 
-_CLASSES = dict(Learner=Learner, Callback=Callback, Recorder=Recorder, AvgSmoothLoss=AvgSmoothLoss, BaseLoss=BaseLoss, GatherPredsCallback=GatherPredsCallback,
+_CLASSES = dict(Learner=Learner, Callback=Callback, TrainEvalCallback=TrainEvalCallback, Recorder=Recorder, AvgSmoothLoss=AvgSmoothLoss, BaseLoss=BaseLoss, GatherPredsCallback=GatherPredsCallback,
                 DataLoader=_FaDL, Datasets=Datasets, TfmdLists=TfmdLists, TfmdDL=TfmdDL, DataLoaders=DataLoaders, L=L, TensorBase=TensorBase, Tensor=torch.Tensor,
                 Pipeline=Pipeline, Transform=Transform) # the classes of the functions `COPIES` names; `_LATER`: the modules of those a user's code may not have imported
 _LATER = dict(LMDataLoader='fastai.text.data', Pad_Chunk='fastai.text.data', Chunks='fastai.text.data', ReindexCollection='fastai.text.data',
@@ -238,18 +239,31 @@ class FastLoop(LoopExits):
             if not d['_fp_depth']: d['_fp_go'] = False
 
     def __call__(self, event_name):
-        if type(event_name) is str and self.__dict__.get('_fp_go'): return self._call_one(event_name) # (fastai's `L(event_name).map(self._call_one)` for one name)
+        d = self.__dict__
+        if type(event_name) is str and d.get('_fp_go'): # (fastai's `L(event_name).map(self._call_one)` for one name; a `_call_one` of the Learner's own, `SyncDebug`'s, is called)
+            return d['_call_one'](event_name) if '_call_one' in d else self._fp_send(event_name)
         return super().__call__(event_name)
 
     def _call_one(self, event_name):
         if not self.__dict__.get('_fp_go'): return super()._call_one(event_name)
-        if not hasattr(_event, event_name): raise Exception(f'missing {event_name}')
-        asked = event_name in self.__dict__ or hasattr(type(self), event_name) # fastai's lookup would find the Learner's attribute
-        for cb in _sorted_cbs(self): # (a new list: a callback may add or remove callbacks during the event)
-            if not (asked or may_handle(cb, event_name)):
-                if event_name=='after_fit': cb.run = True # the one thing fastai's call does for a callback without the event
-            elif event_name=='after_batch' and not asked and _lean_record_ok(cb): _run_as_callback(cb, event_name, _lean_record)
-            else: cb(event_name)
+        self._fp_send(event_name)
+
+    def _fp_send(self, event_name):
+        "fastai's `_call_one`: `event_name` to each callback that may handle it (`_event_plan`), fastai's `Callback.__call__` run in place where `_inline` found its function"
+        for cb,fn in _event_plan(self, event_name): # (listed before any runs: a callback may add or remove callbacks during the event)
+            if fn is None: cb(event_name); continue
+            tr = getattr(cb.learn, 'training', None)
+            if cb.run and (event_name not in _inner_loop or (cb.run_train and tr is not False) or (cb.run_valid and not tr)):
+                try: fn(cb)
+                except _CANCELS: raise
+                except Exception as e: raise modify_exception(e, f'Exception occured in `{type(cb).__name__}` when calling event `{event_name}`:\n\t{e.args[0]}', replace=True)
+        if event_name=='after_fit':
+            for cb in self.cbs: cb.run = True # the one thing fastai's call does for a callback without the event (and what it does last for one with it)
+
+    def __reduce_ex__(self, proto): # the event plans are not pickled: they hold fastperf's functions, and a loaded Learner finds its own
+        f,args,state,*rest = super().__reduce_ex__(proto)
+        if isinstance(state, dict) and '_fp_plans' in state: state = {k:v for k,v in state.items() if k!='_fp_plans'}
+        return (f, args, state, *rest)
 
     def one_batch(self, i, b):
         d = self.__dict__
@@ -295,7 +309,61 @@ def fast_loop(learn:Learner, who:str='to_fastperf', on:bool=True)->Learner:
     asked = asked|{who} if on else asked-{who}
     learn._fp_fast = frozenset(asked)
     if asked: return with_mixin(learn, FastLoop)
+    learn.__dict__.pop('_fp_plans', None)
     return with_mixin(learn, LoopExits if any(isinstance(c, RestoringCallback) for c in learn.cbs) else None)
+
+@functools.cache
+def _class_inline(cls, event_name):
+    "The function of class `cls` for `event_name` that fastai's `Callback.__call__` would call, where the class calls and looks up as `Callback` does (else None)"
+    if (cls.__call__ is not Callback.__call__ or getattr(cls, '__getattr__', None) is not _GetAttr.__getattr__ or getattr(cls, '_default', None)!='learn'
+        or hasattr(cls, 'training') or hasattr(cls, '_xtra')): return None
+    fn = inspect.getattr_static(cls, event_name, None)
+    return fn if isinstance(fn, types.FunctionType) else None
+
+def _inline(cb, event_name):
+    "The function fastai's `cb(event_name)` would call, where `FastLoop` may run it in its place: fastai's own `__call__` and lookup, the event a plain function of the class, the phase read from the Learner (else None)"
+    d = cb.__dict__
+    if 'training' in d or '_xtra' in d or event_name in d: return None
+    return _class_inline(type(cb), event_name)
+
+def _model_on(model:nn.Module, device)->bool:
+    "Whether `model.to(device)` would leave `model` as it is: every parameter, gradient and buffer on `device` (the CPU, or one with an index), no module moving itself its own way, torch's conversion flags at their defaults"
+    dev = torch.device(device)
+    if (dev.type!='cpu' and dev.index is None) or torch.__future__.get_overwrite_module_params_on_conversion() or torch.__future__.get_swap_module_params_on_conversion(): return False
+    for m in model.modules():
+        if type(m)._apply is not nn.Module._apply: return False # (an RNN's flat weights)
+        if any(p is not None and (p.device!=dev or (p.grad is not None and p.grad.device!=dev)) for p in m._parameters.values()): return False
+        if any(b is not None and b.device!=dev for b in m._buffers.values()): return False
+    return True
+
+def _lean_train_start(cb):
+    "fastai's `TrainEvalCallback.before_fit`, the model sent to the device only where it is not all there: `model.to` walks the modules and sets every parameter again at every `fit`, `get_preds` and `predict`"
+    learn = cb.learn
+    learn.epoch,learn.loss = 0,tensor(0.)
+    learn.train_iter,learn.pct_train = 0,0.
+    device = learn.dls.device if hasattr(learn.dls, 'device') else default_device()
+    if device is not None and not _model_on(learn.model, device): learn.model.to(device) # (`to(None)` moves nothing)
+    if isinstance(learn.model, nn.parallel.DistributedDataParallel): learn.model.device_ids = [device]
+    if hasattr(learn.model, 'reset'): learn.model.reset()
+
+def _lean_train_start_ok(cb)->bool:
+    "Whether `cb` is fastai's own `TrainEvalCallback`, nothing of its own on the object that `_lean_train_start` reads from the Learner"
+    return type(cb) is TrainEvalCallback and not {'before_fit','dls','model','training'} & set(cb.__dict__)
+
+def _event_plan(learn, event_name)->list:
+    "(callback, function to run in place or None) for each callback of `learn` that may handle `event_name`, in fastai's order; a batch's events found once per pass, anew when the callbacks change"
+    cbs,d = learn.cbs.items,learn.__dict__
+    plans = d.get('_fp_plans')
+    if plans is not None and event_name in _inner_loop and plans[0]==cbs and plans[1]==[c.order for c in cbs]:
+        plan = plans[2].get(event_name)
+        if plan is not None: return plan
+    else: plans = d['_fp_plans'] = (list(cbs), [c.order for c in cbs], {}) # (each pass starts outside the batch loop: the plans are made anew)
+    if not hasattr(_event, event_name): raise Exception(f'missing {event_name}')
+    asked = event_name in d or hasattr(type(learn), event_name) # fastai's lookup would find the Learner's attribute
+    plan = plans[2][event_name] = [(cb, None if asked else _lean_record if event_name=='after_batch' and _lean_record_ok(cb)
+                                    else _lean_train_start if event_name=='before_fit' and _lean_train_start_ok(cb) else _inline(cb, event_name))
+                                   for cb in _sorted_cbs(learn) if asked or may_handle(cb, event_name)]
+    return plan
 
 # %% ../nbs/06b_copies.ipynb #6d19e338
 _HANDS_OVER = {('fastai.tabular.core', 'TabWeightedDL')} # their `get_idxs` is `DataLoader`'s when unshuffled (checked with the `tabular` copy)
