@@ -1,4 +1,4 @@
-"""`Compile`: `torch.compile` as a fastai callback without the usual traps (renamed state_dict keys, broken exports, recompiles at every train/eval switch, compile time counted as training time, silent fallbacks), and a fast inference path under `torch.inference_mode`.
+"""`Compile`: `torch.compile` as a fastai callback, in place, counted, with an eager fallback; `InferenceMode`: predictions under `torch.inference_mode`.
 
 Docs: https://fastperf.github.io/fastperf/compiler.html.md"""
 
@@ -18,91 +18,7 @@ from .core import *
 from .cast import cast_to_tensor
 
 # %% auto #0
-__all__ = ['compile_kwargs', 'Compile', 'inference_mode_blockers', 'unset_inference_tensors', 'InferenceMode']
-
-# %% ../nbs/06_compiler.ipynb #357dff3e
-_MODES = ('default', 'reduce-overhead', 'max-autotune', 'max-autotune-no-cudagraphs')
-
-def compile_kwargs(mode:str|None=None, # inductor mode (None: default)
-                   backend='inductor', # Backend name or callable
-                   fullgraph:bool=False, # Error at the first graph break
-                   dynamic:bool|None=None, # Dynamic shapes (None: dynamo decides)
-                   options:dict|None=None, # Backend options, instead of `mode`
-                  )->dict:
-    "The `torch.compile` arguments, checked: a clear error for a mode or option `torch.compile` would refuse"
-    if mode is not None and options: raise ValueError("Compile: pass `mode` or `options`, not both (torch.compile refuses both)")
-    if mode is not None and backend=='inductor':
-        modes = tuple(torch._inductor.list_mode_options()) if hasattr(torch._inductor, 'list_mode_options') else _MODES
-        if mode not in modes: raise ValueError(f"Compile: unknown mode {mode!r}; inductor's modes are {modes}")
-    if options is not None and not isinstance(options, dict): raise TypeError(f"Compile: `options` must be a dict, got {type(options).__name__}")
-    if options and backend=='inductor' and hasattr(torch._inductor, 'list_options'): # torch.compile refuses these when the fit starts: say so now
-        bad = [k for k in options if k not in torch._inductor.list_options()]
-        if bad: raise ValueError(f"Compile: unknown inductor option(s) {bad} (`torch._inductor.list_options()` lists them)")
-    if not isinstance(fullgraph, bool): raise ValueError(f"Compile: fullgraph must be True or False, got {fullgraph!r}")
-    if dynamic is not None and not isinstance(dynamic, bool): raise ValueError(f"Compile: dynamic must be None, True or False, got {dynamic!r}")
-    kw = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic)
-    if mode is not None: kw['mode'] = mode
-    if options: kw['options'] = options
-    return kw
-
-# %% ../nbs/06_compiler.ipynb #f5b10c78
-def _reason(e:BaseException)->str:
-    "`e` in one line for a message: the type and first line, and the backend's own error when a backend failed"
-    inner = getattr(e, 'inner_exception', None)
-    if inner is not None: return f"{type(e).__name__}: backend {getattr(e, 'backend_name', '?')!r} raised {_reason(inner)}"
-    lines = [l.strip() for l in str(e).splitlines() if l.strip()]
-    return f"{type(e).__name__}: {lines[0] if lines else ''}"[:400]
-
-class _CompiledCall:
-    "Call `compiled`; if compiling fails, call `on_fail(exception)` and then `eager`. With `cast`, tensor subclasses in the arguments become `Tensor`s first"
-    def __init__(self, compiled, eager, on_fail, cast=False): store_attr()
-    def __call__(self, *args, **kwargs):
-        try:
-            if self.cast: args,kwargs = cast_to_tensor(args),cast_to_tensor(kwargs)
-            return self.compiled(*args, **kwargs)
-        except (torch._dynamo.exc.TorchDynamoException, RecursionError) as e: # RecursionError: dynamo recursing on a tensor subclass
-            err = None
-            try: res = self.eager(*args, **kwargs)
-            except Exception as x: err = x
-            # the eager call fails too: the input's own error (a wrong shape, ...), raised as without Compile; compiling stays on for the next input
-            if err is not None: raise err from None
-            self.on_fail(e)
-            return res
-    def __getattr__(self, name):
-        "The wrapped function's attributes (a loss's `activation` and `decodes`, which `get_preds` and `predict` look up)"
-        if name in ('compiled','eager','on_fail','cast') or name.startswith('__'): raise AttributeError(name)
-        return getattr(self.eager, name)
-
-# torch loggers that print a whole traceback (at ERROR) for a failure that dynamo then raises to `Compile`, which reports it in one warning
-_HELD_LOGGERS = ('torch._subclasses.fake_tensor',)
-
-class _HoldErrors(logging.Filter):
-    "Hold back the ERROR records of `_HELD_LOGGERS` while `Compile` is active: dropped into `Compile.torch_log` if compiling fails, logged as usual if not"
-    def __init__(self): super().__init__(); self.records = []
-    def filter(self, record):
-        if record.levelno<logging.ERROR: return True
-        self.records.append(record); return False
-
-class _LimitHits(logging.Filter):
-    "Note dynamo's 'hit config.recompile_limit' warnings (past the limit a frame runs eagerly), and let them through"
-    def __init__(self): super().__init__(); self.records = []
-    def filter(self, record):
-        if 'hit config.' in str(record.msg): self.records.append(record.getMessage().splitlines()[0])
-        return True
-
-def _frame_compile_id(compile_id:str)->int:
-    "`N` in dynamo's compile id `F/N` (N>0: the frame was compiled before, so this is a recompile)"
-    nums = re.findall(r'\d+', str(compile_id))
-    return int(nums[-1]) if nums else 0
-
-# %% ../nbs/06_compiler.ipynb #33aad5a8
-def _module_call(module:nn.Module):
-    "A function that calls `module` (its `_call_impl`: hooks and `forward`): what `Compile` compiles for it"
-    # Not `nn.Module.compile`, which compiles the bound `_call_impl` itself: torch 2.11 gives that frame no graph when the
-    # module's `forward` lives in torch's own files (`nn.Sequential`, `nn.Linear`; pytorch issue 150915, fixed in a later
-    # torch), so a fastai model compiled nothing there. A function of ours as the top frame is traced on every torch.
-    def call(*args, **kwargs): return module._call_impl(*args, **kwargs)
-    return call
+__all__ = ['Compile', 'compile_kwargs', 'InferenceMode', 'inference_mode_blockers', 'unset_inference_tensors']
 
 # %% ../nbs/06_compiler.ipynb #5dd23723
 class Compile(RestoringCallback):
@@ -323,29 +239,93 @@ def explain_compile(self:Learner, **kwargs):
     with self.removed_cbs([c for c in self.cbs if isinstance(c, Compile)]), no_bar(self), self.no_logging(): self.fit(1, cbs=cb)
     return cb.explanation
 
-# %% ../nbs/06_compiler.ipynb #3dd51b5e
-def inference_mode_blockers(learn:Learner)->list:
-    "Why `learn`'s predictions must run under `no_grad` rather than `inference_mode` (an empty list: it is safe)"
-    why = []
-    if hasattr(learn.model, 'reset'):
-        why.append("the model has a `reset` method: fastai's stateful models (RNNs) keep tensors between batches, and tensors made "
-                   "under inference_mode cannot be used by autograd when training resumes")
-    return why
+# %% ../nbs/06_compiler.ipynb #357dff3e
+_MODES = ('default', 'reduce-overhead', 'max-autotune', 'max-autotune-no-cudagraphs')
 
-def unset_inference_tensors(model:nn.Module):
-    "Replace parameters, buffers and tensors cached as plain attributes (by modules outside `torch.nn`) that a forward under inference_mode made inference tensors with normal copies"
-    for mod in model.modules():
-        for d in (mod._buffers, mod._parameters):
-            for k,t in d.items():
-                if t is not None and t.is_inference():
-                    d[k] = nn.Parameter(t.clone(), t.requires_grad) if isinstance(t, nn.Parameter) else t.clone()
-        if not type(mod).__module__.startswith('torch.nn'): # a user's module may cache a tensor on its first forward (`self.scale = ...`)
-            d = mod.__dict__
-            for k in [k for k,v in d.items() if isinstance(v, torch.Tensor) and v.is_inference()]: d[k] = d[k].clone()
+def compile_kwargs(mode:str|None=None, # inductor mode (None: default)
+                   backend='inductor', # Backend name or callable
+                   fullgraph:bool=False, # Error at the first graph break
+                   dynamic:bool|None=None, # Dynamic shapes (None: dynamo decides)
+                   options:dict|None=None, # Backend options, instead of `mode`
+                  )->dict:
+    "The `torch.compile` arguments, checked: a clear error for a mode or option `torch.compile` would refuse"
+    if mode is not None and options: raise ValueError("Compile: pass `mode` or `options`, not both (torch.compile refuses both)")
+    if mode is not None and backend=='inductor':
+        modes = tuple(torch._inductor.list_mode_options()) if hasattr(torch._inductor, 'list_mode_options') else _MODES
+        if mode not in modes: raise ValueError(f"Compile: unknown mode {mode!r}; inductor's modes are {modes}")
+    if options is not None and not isinstance(options, dict): raise TypeError(f"Compile: `options` must be a dict, got {type(options).__name__}")
+    if options and backend=='inductor' and hasattr(torch._inductor, 'list_options'): # torch.compile refuses these when the fit starts: say so now
+        bad = [k for k in options if k not in torch._inductor.list_options()]
+        if bad: raise ValueError(f"Compile: unknown inductor option(s) {bad} (`torch._inductor.list_options()` lists them)")
+    if not isinstance(fullgraph, bool): raise ValueError(f"Compile: fullgraph must be True or False, got {fullgraph!r}")
+    if dynamic is not None and not isinstance(dynamic, bool): raise ValueError(f"Compile: dynamic must be None, True or False, got {dynamic!r}")
+    kw = dict(backend=backend, fullgraph=fullgraph, dynamic=dynamic)
+    if mode is not None: kw['mode'] = mode
+    if options: kw['options'] = options
+    return kw
+
+# %% ../nbs/06_compiler.ipynb #f5b10c78
+def _reason(e:BaseException)->str:
+    "`e` in one line for a message: the type and first line, and the backend's own error when a backend failed"
+    inner = getattr(e, 'inner_exception', None)
+    if inner is not None: return f"{type(e).__name__}: backend {getattr(e, 'backend_name', '?')!r} raised {_reason(inner)}"
+    lines = [l.strip() for l in str(e).splitlines() if l.strip()]
+    return f"{type(e).__name__}: {lines[0] if lines else ''}"[:400]
+
+class _CompiledCall:
+    "Call `compiled`, or `on_fail(exception)` then `eager` if compiling fails; with `cast`, subclass arguments become `Tensor`s first"
+    def __init__(self, compiled, eager, on_fail, cast=False): store_attr()
+    def __call__(self, *args, **kwargs):
+        try:
+            if self.cast: args,kwargs = cast_to_tensor(args),cast_to_tensor(kwargs)
+            return self.compiled(*args, **kwargs)
+        except (torch._dynamo.exc.TorchDynamoException, RecursionError) as e: # RecursionError: dynamo recursing on a tensor subclass
+            err = None
+            try: res = self.eager(*args, **kwargs)
+            except Exception as x: err = x
+            # the eager call fails too: the input's own error (a wrong shape, ...), raised as without Compile; compiling stays on for the next input
+            if err is not None: raise err from None
+            self.on_fail(e)
+            return res
+    def __getattr__(self, name):
+        "The wrapped function's attributes (a loss's `activation` and `decodes`, which `get_preds` and `predict` look up)"
+        if name in ('compiled','eager','on_fail','cast') or name.startswith('__'): raise AttributeError(name)
+        return getattr(self.eager, name)
+
+# torch loggers that print a whole traceback (at ERROR) for a failure that dynamo then raises to `Compile`, which reports it in one warning
+_HELD_LOGGERS = ('torch._subclasses.fake_tensor',)
+
+class _HoldErrors(logging.Filter):
+    "Hold back the ERROR records of `_HELD_LOGGERS` while `Compile` is active: dropped into `Compile.torch_log` if compiling fails, logged as usual if not"
+    def __init__(self): super().__init__(); self.records = []
+    def filter(self, record):
+        if record.levelno<logging.ERROR: return True
+        self.records.append(record); return False
+
+class _LimitHits(logging.Filter):
+    "Note dynamo's 'hit config.recompile_limit' warnings (past the limit a frame runs eagerly), and let them through"
+    def __init__(self): super().__init__(); self.records = []
+    def filter(self, record):
+        if 'hit config.' in str(record.msg): self.records.append(record.getMessage().splitlines()[0])
+        return True
+
+def _frame_compile_id(compile_id:str)->int:
+    "`N` in dynamo's compile id `F/N` (N>0: the frame was compiled before, so this is a recompile)"
+    nums = re.findall(r'\d+', str(compile_id))
+    return int(nums[-1]) if nums else 0
+
+# %% ../nbs/06_compiler.ipynb #33aad5a8
+def _module_call(module:nn.Module):
+    "A function that calls `module` (its `_call_impl`: hooks and `forward`): what `Compile` compiles for it"
+    # Not `nn.Module.compile`, which compiles the bound `_call_impl` itself: torch 2.11 gives that frame no graph when the
+    # module's `forward` lives in torch's own files (`nn.Sequential`, `nn.Linear`; pytorch issue 150915, fixed in a later
+    # torch), so a fastai model compiled nothing there. A function of ours as the top frame is traced on every torch.
+    def call(*args, **kwargs): return module._call_impl(*args, **kwargs)
+    return call
 
 # %% ../nbs/06_compiler.ipynb #b072c94b
 class InferenceMode(RestoringCallback):
-    "Run the batches of `get_preds`, `validate`, `predict` and `tta` under `torch.inference_mode` instead of `no_grad` (a fit's own validation keeps `no_grad`)"
+    "Run the batches of `get_preds`, `validate`, `predict` and `tta` outside a fit under `torch.inference_mode` instead of `no_grad`"
     order = -20 # leaves inference_mode in `after_validate` before fastai's callbacks there concatenate predictions (GatherPredsCallback, 0) and compute metrics (Recorder, 50)
     _warned = False # (warns once per callback: `to_fast_inference` says it too, and `predict` is a loop per item)
     def before_validate(self):
@@ -362,7 +342,27 @@ class InferenceMode(RestoringCallback):
         if ctx is not None: ctx.__exit__(None, None, None)
         return ctx is not None
     def _finish(self):
-        "At the loop's end: a batch that raised left inference_mode entered (the grad mode outside it is the one to keep), and the model may hold inference tensors"
+        "At the loop's end: leave inference_mode if a batch raised (keeping the grad mode outside it) and give back normal tensors"
         grad = torch.is_grad_enabled()
         if self._leave(): torch.set_grad_enabled(grad)
         unset_inference_tensors(self.learn.model)
+
+# %% ../nbs/06_compiler.ipynb #3dd51b5e
+def inference_mode_blockers(learn:Learner)->list:
+    "Why `learn`'s predictions must run under `no_grad` rather than `inference_mode` (an empty list: it is safe)"
+    why = []
+    if hasattr(learn.model, 'reset'):
+        why.append("the model has a `reset` method: fastai's stateful models (RNNs) keep tensors between batches, and tensors made "
+                   "under inference_mode cannot be used by autograd when training resumes")
+    return why
+
+def unset_inference_tensors(model:nn.Module):
+    "Replace the inference tensors a forward under inference_mode left in parameters, buffers and cached attributes with normal copies"
+    for mod in model.modules():
+        for d in (mod._buffers, mod._parameters):
+            for k,t in d.items():
+                if t is not None and t.is_inference():
+                    d[k] = nn.Parameter(t.clone(), t.requires_grad) if isinstance(t, nn.Parameter) else t.clone()
+        if not type(mod).__module__.startswith('torch.nn'): # a user's module may cache a tensor on its first forward (`self.scale = ...`)
+            d = mod.__dict__
+            for k in [k for k,v in d.items() if isinstance(v, torch.Tensor) and v.is_inference()]: d[k] = d[k].clone()

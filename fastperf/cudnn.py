@@ -13,7 +13,74 @@ from fastcore.basics import *
 from .core import model_device, running_loops, RestoringCallback # (and `Learner.mark_warmup`)
 
 # %% auto #0
-__all__ = ['tf32_matmul', 'CudnnBenchmark']
+__all__ = ['CudnnBenchmark', 'tf32_matmul']
+
+# %% ../nbs/04_cudnn.ipynb #4bbd3f19
+class CudnnBenchmark(RestoringCallback):
+    "Turn on cuDNN autotuning (and optionally TF32) for the fit, watch input shapes, and restore every flag afterwards"
+    order = 0 # sets flags in before_fit and reads input shapes in before_batch: position does not matter (before MixedPrecision, which casts no inputs anyway)
+    def __init__(self,
+                 benchmark:bool=True, # Value of `torch.backends.cudnn.benchmark` during the fit
+                 tf32:bool|None=None, # Allow TF32 for CUDA matmuls and cuDNN convolutions (None: leave as is)
+                 matmul_precision:str|None=None, # `torch.set_float32_matmul_precision` during the fit: 'highest', 'high' or 'medium' (None: leave as is)
+                 max_shapes:int=2, # Warn when training or validation has seen more distinct input shapes than this (a full and a partial batch make 2)
+                ):
+        if matmul_precision not in (None, 'highest', 'high', 'medium'):
+            raise ValueError(f"matmul_precision must be None, 'highest', 'high' or 'medium', got {matmul_precision!r}")
+        store_attr()
+        self.shapes,self.active,self._said_cpu,self._pending = {'train':Counter(), 'valid':Counter()},False,False,False
+
+    def _on_cuda(self)->bool: return model_device(self.learn.model).type=='cuda'
+
+    def _nested(self)->bool:
+        "Whether this `before_fit`/`after_fit` belongs to a loop inside the fit this callback set the flags for, whose flags and shape counts go on"
+        return self._pending and len(running_loops(self.learn))>1
+
+    def before_fit(self):
+        if self._nested(): return
+        self.active = self._on_cuda()
+        if not self.active:
+            if not self._said_cpu:
+                warnings.warn("CudnnBenchmark: the model is not on a CUDA device; cuDNN flags and TF32 do not apply, so it does nothing here.")
+                self._said_cpu = True
+            return
+        self.shapes,self._warned = {'train':Counter(), 'valid':Counter()},set()
+        restore,done = _set_cuda_flags(self.benchmark, self.tf32, self.matmul_precision),[]
+        def _restore():
+            if not done: restore(); done.append(1)
+            self._pending = False
+        self._restore,self._pending = _restore,True # flags set, until the fit's end puts them back
+        self.learn.on_fit_exit(_restore)
+
+    def before_batch(self):
+        if not self.active: return
+        phase = 'train' if self.training else 'valid'
+        shape = tuple(tuple(x.shape) for x in self.xb if isinstance(x, torch.Tensor))
+        seen = self.shapes[phase]
+        if shape not in seen and self.training and self.benchmark: self.learn.mark_warmup('autotune')
+        seen[shape] += 1
+        if len(seen)>self.max_shapes and phase not in self._warned: self._churn(phase)
+
+    def _churn(self, phase):
+        self._warned.add(phase)
+        seen = self.shapes[phase]
+        shapes = ', '.join(str(s[0] if len(s)==1 else s) for s in list(seen)[:4])
+        warnings.warn(f"CudnnBenchmark: {len(seen)} distinct input shapes in {'training' if phase=='train' else 'validation'} so far ({shapes}{' ...' if len(seen)>4 else ''}); "
+                      "each new shape re-runs cuDNN's autotuner. Use one image size (a fixed Resize/RandomResizedCrop, no variable-size batches) "
+                      "and drop_last=True for the partial last batch, or set benchmark=False.")
+
+    def after_fit(self):
+        if self.active and not self._nested(): self._restore()
+
+    @property
+    def n_shapes(self)->dict:
+        "Distinct input shapes seen in training and validation during the last fit"
+        return {k:len(v) for k,v in self.shapes.items()}
+
+    def __getstate__(self): # (`learn.export`) the settings and the shapes seen, without the fit's restore function: it holds `torch.backends`, which no pickler takes
+        d = {k:v for k,v in self.__dict__.items() if k!='_restore'}
+        d['_pending'] = False
+        return d
 
 # %% ../nbs/04_cudnn.ipynb #cd2b0d40
 _b = torch.backends
@@ -64,70 +131,3 @@ def _set_cuda_flags(benchmark=None, tf32=None, matmul_precision=None):
     def _restore():
         for r in restores: r()
     return _restore
-
-# %% ../nbs/04_cudnn.ipynb #4bbd3f19
-class CudnnBenchmark(RestoringCallback):
-    "Turn on cuDNN autotuning (and optionally TF32) for the fit, watch input shapes, and restore every flag afterwards"
-    order = 0 # sets flags in before_fit and reads input shapes in before_batch: position does not matter (before MixedPrecision, which casts no inputs anyway)
-    def __init__(self,
-                 benchmark:bool=True, # Value of `torch.backends.cudnn.benchmark` during the fit
-                 tf32:bool|None=None, # Allow TF32 for CUDA matmuls and cuDNN convolutions (None: leave as is)
-                 matmul_precision:str|None=None, # `torch.set_float32_matmul_precision` during the fit: 'highest', 'high' or 'medium' (None: leave as is)
-                 max_shapes:int=2, # Warn when training or validation has seen more distinct input shapes than this (a full and a partial batch make 2)
-                ):
-        if matmul_precision not in (None, 'highest', 'high', 'medium'):
-            raise ValueError(f"matmul_precision must be None, 'highest', 'high' or 'medium', got {matmul_precision!r}")
-        store_attr()
-        self.shapes,self.active,self._said_cpu,self._pending = {'train':Counter(), 'valid':Counter()},False,False,False
-
-    def _on_cuda(self)->bool: return model_device(self.learn.model).type=='cuda'
-
-    def _nested(self)->bool:
-        "Whether this `before_fit`/`after_fit` belongs to a loop run inside a fit this callback set the flags for (a `get_preds` a callback runs): the fit's flags and shape counts go on"
-        return self._pending and len(running_loops(self.learn))>1
-
-    def before_fit(self):
-        if self._nested(): return
-        self.active = self._on_cuda()
-        if not self.active:
-            if not self._said_cpu:
-                warnings.warn("CudnnBenchmark: the model is not on a CUDA device; cuDNN flags and TF32 do not apply, so it does nothing here.")
-                self._said_cpu = True
-            return
-        self.shapes,self._warned = {'train':Counter(), 'valid':Counter()},set()
-        restore,done = _set_cuda_flags(self.benchmark, self.tf32, self.matmul_precision),[]
-        def _restore():
-            if not done: restore(); done.append(1)
-            self._pending = False
-        self._restore,self._pending = _restore,True # flags set, until the fit's end puts them back
-        self.learn.on_fit_exit(_restore)
-
-    def before_batch(self):
-        if not self.active: return
-        phase = 'train' if self.training else 'valid'
-        shape = tuple(tuple(x.shape) for x in self.xb if isinstance(x, torch.Tensor))
-        seen = self.shapes[phase]
-        if shape not in seen and self.training and self.benchmark: self.learn.mark_warmup('autotune')
-        seen[shape] += 1
-        if len(seen)>self.max_shapes and phase not in self._warned: self._churn(phase)
-
-    def _churn(self, phase):
-        self._warned.add(phase)
-        seen = self.shapes[phase]
-        shapes = ', '.join(str(s[0] if len(s)==1 else s) for s in list(seen)[:4])
-        warnings.warn(f"CudnnBenchmark: {len(seen)} distinct input shapes in {'training' if phase=='train' else 'validation'} so far ({shapes}{' ...' if len(seen)>4 else ''}); "
-                      "each new shape re-runs cuDNN's autotuner. Use one image size (a fixed Resize/RandomResizedCrop, no variable-size batches) "
-                      "and drop_last=True for the partial last batch, or set benchmark=False.")
-
-    def after_fit(self):
-        if self.active and not self._nested(): self._restore()
-
-    @property
-    def n_shapes(self)->dict:
-        "Distinct input shapes seen in training and validation during the last fit"
-        return {k:len(v) for k,v in self.shapes.items()}
-
-    def __getstate__(self): # (`learn.export`) the settings and the shapes seen, without the fit's restore function: it holds `torch.backends`, which no pickler takes
-        d = {k:v for k,v in self.__dict__.items() if k!='_restore'}
-        d['_pending'] = False
-        return d

@@ -46,7 +46,7 @@ class AutoMixedPrecision(MixedPrecision):
     def precision(self)->str: return self.amp_mode.value
 
     def _nested(self)->bool:
-        "Whether this `before_fit`/`after_fit` belongs to a loop run inside another one (a `validate` or `get_preds` a callback calls during a fit): the outer loop's autocast and GradScaler stay"
+        "Whether this `before_fit`/`after_fit` belongs to a loop inside another (a `validate` or `get_preds` during a fit), whose autocast and GradScaler stay"
         return self.autocast is not None and len(running_loops(self.learn))>1
 
     def before_fit(self):

@@ -1,4 +1,4 @@
-"""Where a training step waits and what it spends its time on: `SyncDebug` finds the host-device syncs of each phase, `Profiler` records steady-state steps with `torch.profiler`.
+"""Host-device syncs and where a training step's time goes: `SyncDebug`, `Profiler` and `NoSyncLoss`.
 
 Docs: https://fastperf.github.io/fastperf/profile.html.md"""
 
@@ -14,14 +14,7 @@ from fastcore.basics import *
 from .core import model_device, running_loops, fastai_class, RestoringCallback
 
 # %% auto #0
-__all__ = ['SyncDebug', 'count_syncs', 'Profiler', 'NoSyncLoss']
-
-# %% ../nbs/08_profile.ipynb #decd7a4d
-_SYNC_MSG = 'called a synchronizing CUDA operation' # torch's warning text in sync debug mode 'warn'
-# What the Learner itself runs after each event, until the next one (fastai's `Learner._do_one_batch` and `_with_events`)
-_NEXT = dict(before_batch='forward (model)', after_pred='loss (loss_func)', after_loss='learner', before_backward='backward',
-             after_backward='learner', before_step='optimizer step', after_step='optimizer zero_grad',
-             after_cancel_backward='learner', after_cancel_step='learner')
+__all__ = ['SyncDebug', 'Profiler', 'NoSyncLoss', 'count_syncs']
 
 # %% ../nbs/08_profile.ipynb #64686264
 class SyncDebug(RestoringCallback):
@@ -101,19 +94,12 @@ class SyncDebug(RestoringCallback):
                 for p,n in cnt.most_common()]
         return pd.DataFrame(rows, columns=['phase','syncs','per_step','where'])
 
-# %% ../nbs/08_profile.ipynb #9e1a529f
-def count_syncs(f, *args, **kwargs)->tuple:
-    "(`f(*args, **kwargs)`, the host-device syncs it made), counted with torch's sync debug mode (0 where CUDA is not available: nothing to wait for)"
-    if not torch.cuda.is_available(): return f(*args, **kwargs),0
-    old = torch.cuda.get_sync_debug_mode()
-    with warnings.catch_warnings(record=True) as ws:
-        warnings.simplefilter('always'); torch.cuda.set_sync_debug_mode('warn')
-        try: r = f(*args, **kwargs)
-        finally: torch.cuda.set_sync_debug_mode(old)
-    n = sum(_SYNC_MSG in str(w.message) for w in ws)
-    for w in ws:
-        if _SYNC_MSG not in str(w.message): warnings.warn_explicit(w.message, w.category, w.filename, w.lineno) # the others, as they were
-    return r,n
+# %% ../nbs/08_profile.ipynb #decd7a4d
+_SYNC_MSG = 'called a synchronizing CUDA operation' # torch's warning text in sync debug mode 'warn'
+# What the Learner itself runs after each event, until the next one (fastai's `Learner._do_one_batch` and `_with_events`)
+_NEXT = dict(before_batch='forward (model)', after_pred='loss (loss_func)', after_loss='learner', before_backward='backward',
+             after_backward='learner', before_step='optimizer step', after_step='optimizer zero_grad',
+             after_cancel_backward='learner', after_cancel_step='learner')
 
 # %% ../nbs/08_profile.ipynb #b0410cf3
 from fastai.torch_core import rank_distrib
@@ -180,23 +166,9 @@ class Profiler(RestoringCallback):
 from fastai.learner import AvgSmoothLoss, Recorder
 from fastai.torch_core import to_detach
 
-# %% ../nbs/08_profile.ipynb #4c9424f4
-class _DeviceSmoothLoss(AvgSmoothLoss):
-    "fastai's `AvgSmoothLoss`, computed where the loss is: the same update, without the copy to the host"
-    def accumulate(self, learn):
-        self.count += 1
-        l = to_detach(learn.loss.mean(), cpu=False) # fastai's detach and (DDP) gather
-        self.val = torch.lerp(l, self.val.to(l.device, non_blocking=True), self.beta)
-
-def _progress_after_batch(pcb, src):
-    "fastai's `ProgressCallback.after_batch` for `pcb`, showing the newest smooth loss `src` has on the host (no sync)"
-    pcb.pbar.update(pcb.iter+1)
-    v = src.latest()
-    if v is not None and hasattr(pcb, 'smooth_loss'): pcb.pbar.comment = f'{v:.4f}'
-
 # %% ../nbs/08_profile.ipynb #a3a5959c
 class NoSyncLoss(RestoringCallback):
-    "Keep fastai's smooth training loss on the device, so no training step waits for a copy to the host (CUDA; see above)"
+    "Keep fastai's smooth training loss on the device, so no training step waits for a copy to the host (CUDA only)"
     order = Recorder.order+2 # after the Recorder has updated the loss, before the progress bar shows it
     def __init__(self, slots:int=4, # Page-locked host buffers the progress bar's value is copied into, in turn
                  force:bool=False, # Act on any device (tests on a CPU machine)
@@ -263,3 +235,31 @@ class NoSyncLoss(RestoringCallback):
         object.__setattr__(rec, 'smooth_loss', self.orig)
         for c in self.pcbs: c.__dict__.pop('after_batch', None)
         self.bufs,self.events,self.pcbs = None,None,[] # (the pinned buffers and CUDA events go: no pickler takes an event, so `learn.export` could not)
+
+# %% ../nbs/08_profile.ipynb #4c9424f4
+class _DeviceSmoothLoss(AvgSmoothLoss):
+    "fastai's `AvgSmoothLoss`, computed where the loss is: the same update, without the copy to the host"
+    def accumulate(self, learn):
+        self.count += 1
+        l = to_detach(learn.loss.mean(), cpu=False) # fastai's detach and (DDP) gather
+        self.val = torch.lerp(l, self.val.to(l.device, non_blocking=True), self.beta)
+
+def _progress_after_batch(pcb, src):
+    "fastai's `ProgressCallback.after_batch` for `pcb`, showing the newest smooth loss `src` has on the host (no sync)"
+    pcb.pbar.update(pcb.iter+1)
+    v = src.latest()
+    if v is not None and hasattr(pcb, 'smooth_loss'): pcb.pbar.comment = f'{v:.4f}'
+
+# %% ../nbs/08_profile.ipynb #9e1a529f
+def count_syncs(f, *args, **kwargs)->tuple:
+    "(`f(*args, **kwargs)`, the host-device syncs it made), counted with torch's sync debug mode (0 where CUDA is not available: nothing to wait for)"
+    if not torch.cuda.is_available(): return f(*args, **kwargs),0
+    old = torch.cuda.get_sync_debug_mode()
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter('always'); torch.cuda.set_sync_debug_mode('warn')
+        try: r = f(*args, **kwargs)
+        finally: torch.cuda.set_sync_debug_mode(old)
+    n = sum(_SYNC_MSG in str(w.message) for w in ws)
+    for w in ws:
+        if _SYNC_MSG not in str(w.message): warnings.warn_explicit(w.message, w.category, w.filename, w.lineno) # the others, as they were
+    return r,n

@@ -67,8 +67,13 @@ def _skipped(learn, compile, precision=None, channels_last=None)->list:
         if norm_precision(precision, 'to_fastperf')=='fp32': res.append("no mixed precision: asked for precision='fp32'")
         if channels_last is False: res.append("no ChannelsLast: asked for channels_last=False")
     elif dev.type=='cpu':
-        if not conv_model(learn.model): res.append("no mixed precision or ChannelsLast: " + _not_conv(learn.model) + " (bf16 was within noise of fp32 for a conv-less model on CPU and 3x slower for a small ViT; channels-last helps on CPU together with bf16)")
-        elif not cpu_has_bf16(): res.append("no mixed precision or ChannelsLast: this CPU has no avx512_bf16/AMX, so bf16 autocast would be emulated (channels-last helps on CPU together with bf16)")
+        why = (_not_conv(learn.model) + " (bf16 was within noise of fp32 for a conv-less model on CPU and 3x slower for a small ViT)" if not conv_model(learn.model)
+               else "this CPU has no avx512_bf16/AMX, so bf16 autocast would be emulated" if not cpu_has_bf16() else None)
+        if why: # name what the user already has: it stays, though the rule would not add it
+            mine = [n for n,has in (('mixed precision', any(cb_precision(c) is not None for c in learn.cbs)), ('ChannelsLast', any(isinstance(c, ChannelsLast) for c in learn.cbs))) if has]
+            no = [n for n in ('mixed precision','ChannelsLast') if n not in mine]
+            if no: res.append(f"no {' or '.join(no)}: {why}" + (" (channels-last helps on CPU together with bf16)" if 'ChannelsLast' in no else ''))
+            if mine: res.append(f"kept   {' and '.join(mine)}: yours (the rule would not add {'them' if len(mine)>1 else 'it'} here)")
     elif dev.type=='cuda':
         if not conv: res.append("no ChannelsLast or CudnnBenchmark: the model has no 2D/3D convolution")
     else: res.append(f"device {dev.type!r}: only CastToTensor is recommended")
@@ -204,7 +209,7 @@ def to_fastperf(self:Learner,
         lines.append("changed Learner: fast loop (events only to the callbacks that handle them, fastai's losses on plain tensors; the same results)" if copy_ok('loop')
                      else f"kept   Learner: fastai's loop (this fastai's loop is not the one fastperf's copy was made from)")
         fast_loop(self)
-    lines += [f"skipped {s}" for s in _skipped(self, compile, precision, channels_last)]
+    lines += [s if s.startswith('kept') else f"skipped {s}" for s in _skipped(self, compile, precision, channels_last)]
     self.fastperf_log = lines
     if verbose: print(f"to_fastperf ({dev.type}):\n  " + '\n  '.join(lines))
     return self

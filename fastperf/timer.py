@@ -1,4 +1,4 @@
-"""`ThroughputTimer`: where each training step's time goes (data, device copy, forward, loss, backward, optimizer, callbacks), and samples per second a user can trust, measured without slowing the run.
+"""`ThroughputTimer`: where each training step's time goes, and samples per second you can trust, measured without slowing the run.
 
 Docs: https://fastperf.github.io/fastperf/timer.html.md"""
 
@@ -23,299 +23,7 @@ from fastai.data.transforms import IntToFloatTensor
 from fastai.callback.fp16 import MixedPrecision
 
 # %% auto #0
-__all__ = ['PHASES', 'device_peak_flops', 'StepRecorder', 'verdict_advice', 'ThroughputTimer', 'combine_reports', 'straggler']
-
-# %% ../nbs/09_timer.ipynb #a6388ea7
-# (regex on `torch.cuda.get_device_name()`, dense peak TFLOP/s per dtype) from NVIDIA datasheets; first match wins
-_PEAKS = [
-    (r'H200',                  dict(bf16=989, fp16=989, tf32=494, fp32=67)),
-    (r'H100.*NVL',             dict(bf16=835, fp16=835, tf32=418, fp32=60)),
-    (r'H100.*PCIe',            dict(bf16=756, fp16=756, tf32=378, fp32=51)),
-    (r'H100',                  dict(bf16=989, fp16=989, tf32=494, fp32=67)),   # SXM5 (HBM3)
-    (r'A100',                  dict(bf16=312, fp16=312, tf32=156, fp32=19.5)),
-    (r'\bL4\b',                dict(bf16=121, fp16=121, tf32=60,  fp32=30.3)),
-    (r'V100.*PCIE',            dict(fp16=112, fp32=14)),
-    (r'V100',                  dict(fp16=125, fp32=15.7)),                   # SXM2
-    (r'\bT4\b',                dict(fp16=65,  fp32=8.1)),
-]
-
-def device_peak_flops(device_name:str, # Name as `torch.cuda.get_device_name()` gives it
-                      dtype:str='fp32', # Compute dtype: 'bf16', 'fp16', 'tf32' or 'fp32'
-                     )->float|None:
-    "Dense peak FLOP/s of a known GPU for `dtype`, or `None` if the device or dtype is not known"
-    for pat,peaks in _PEAKS:
-        if re.search(pat, device_name, re.I): return peaks[dtype]*1e12 if dtype in peaks else None
-    return None
-
-# %% ../nbs/09_timer.ipynb #62e661e6
-PHASES = ('data','forward','loss','backward','optimizer','rest')
-# Boundary slots of a step: 0 start, 1 before_batch (first cb), 2 before_batch (last cb), 3 after_pred (last cb), 4 after_loss (last cb),
-# 5 after_backward (first cb), 6 after_batch/after_cancel_batch (first cb), 7 end
-_NSLOT = 8
-_Row = namedtuple('_Row', ['step','epoch',*PHASES,'step_time','host_step','bs','warmup','reasons','opt_step'])
-
-def _phases(d):
-    "Phase durations from the 7 consecutive slot intervals `d` (rest = before_batch callbacks + after_batch callbacks)"
-    return (d[0], d[2], d[3], d[4], d[5], d[1]+d[6])
-
-def _fill(xs):
-    "Missing boundaries take the next one's value, so a phase that did not happen lasts 0"
-    for i in range(_NSLOT-2, 0, -1):
-        if xs[i] is None: xs[i] = xs[i+1]
-    return xs
-
-_COLS = ['mean_ms','median_ms','iqr_ms','share']
-def _table(rows):
-    "Phase table (ms) of step rows: mean, median, IQR and share of the step per phase, the whole step last"
-    a = np.array([list(r[2:2+len(PHASES)])+[r.step_time] for r in rows])*1000
-    q1,med,q3 = np.percentile(a, [25,50,75], axis=0)
-    mean = a.mean(0)
-    return pd.DataFrame(dict(mean_ms=mean, median_ms=med, iqr_ms=q3-q1, share=mean/mean[-1]), index=pd.Index([*PHASES,'step'], name='phase'))
-
-# %% ../nbs/09_timer.ipynb #633b60ad
-class StepRecorder:
-    "Training steps timed at their boundaries (host clock, or CUDA events read back once the GPU has passed them) as rows of phase times"
-    def __init__(self,
-                 device=None, # Device the steps run on (default CPU): on CUDA each boundary also records an event on the current stream
-                 sync:bool=False, # On CUDA, synchronize at every boundary and time on the host instead of reading events
-                 warmup:int=0, # First steps counted as warm-up
-                 read_every:int=50, # Turn boundaries into rows every this many steps (on CUDA only those the GPU has passed: never waits)
-                 clock=time.perf_counter, # Host clock, in seconds
-                ):
-        store_attr('warmup,read_every,clock')
-        self.device = torch.device(device or 'cpu')
-        gpu = self.device.type=='cuda'
-        self.cuda,self.sync,self.stream = gpu and not sync,gpu and sync,(torch.cuda.current_stream(self.device) if gpu else None)
-        self.marks = self.events = None # the open step's readings (None between steps)
-        self.stepped,self.step,self.epoch,self.epoch_first = False,0,-1,0 # `stepped`: the optimizer stepped in the open step
-        self.pending,self.rows,self.epoch_sps = [],[],[] # steps not read back yet, one row per step read back, each epoch's samples/s
-        self.valid_seconds,self.valid_samples,self._vstart = 0.,0,None
-
-    def _sync(self):
-        if self.device.type=='cuda': torch.cuda.synchronize(self.device)
-
-    def _now(self, i):
-        if self.sync: self._sync()
-        self.marks[i] = self.clock()
-        if self.cuda: e = torch.cuda.Event(enable_timing=True); e.record(self.stream); self.events[i] = e
-
-    def _open(self): self.marks,self.events,self.stepped = [None]*_NSLOT,([None]*_NSLOT if self.cuda else None),False
-
-    def mark(self, i:int, once:bool=False):
-        "Record boundary slot `i` of the open step (nothing between steps; `once`: keep an earlier reading of the slot)"
-        if self.marks is None or (once and self.marks[i] is not None): return
-        self._now(i)
-
-    def new_step(self):
-        "Open a step now (`start_epoch` and `end_step` open one themselves)"
-        self._open(); self._now(0)
-
-    def end_step(self, bs:int, reasons=()):
-        "Close the open step with `bs` samples (warm-up if among the first `warmup` or flagged for `reasons`) and open the next where it ended"
-        m,ev = self.marks,self.events
-        if m is None: return
-        self._now(_NSLOT-1)
-        self.pending.append(dict(step=self.step, epoch=self.epoch, marks=m, events=ev, bs=bs, warmup=self.step<self.warmup or bool(reasons),
-                                 reasons=tuple(sorted(reasons)), opt_step=self.stepped))
-        self.step += 1
-        self._open(); self.marks[0] = m[-1]
-        if ev: self.events[0] = ev[-1]
-        if len(self.pending)>=self.read_every: self.resolve(block=not self.cuda)
-
-    def resolve(self, block:bool):
-        "Turn recorded steps into rows: all of them if `block` (waiting for the device), else only those the device has passed"
-        done = 0
-        for r in self.pending:
-            m,ev = _fill(r.pop('marks')),r.pop('events')
-            hd = [b-a for a,b in zip(m, m[1:])]
-            if ev is not None:
-                ev = _fill(ev)
-                if not block and not ev[-1].query(): r['marks'],r['events'] = m,ev; break
-                if block: ev[-1].synchronize()
-                d = [0. if a is b else a.elapsed_time(b)/1000 for a,b in zip(ev, ev[1:])]
-            else: d = hd
-            self.rows.append(_Row(r['step'], r['epoch'], *_phases(d), sum(d), sum(hd), r['bs'], r['warmup'], r['reasons'], r['opt_step']))
-            done += 1
-        del self.pending[:done]
-
-    def start_epoch(self):
-        "Start an epoch, with its first step open"
-        self.epoch += 1
-        self.epoch_first = len(self.rows)+len(self.pending)
-        self.new_step()
-
-    def close(self):
-        "Drop the open step (it is not complete) and read every recorded one back"
-        self.marks = self.events = None
-        self.resolve(block=True)
-
-    def end_epoch(self)->float:
-        "`close` the epoch (the one wait for the device) and return its steady-state samples/s, also kept in `epoch_sps`"
-        self.close()
-        rows = [r for r in self.rows[self.epoch_first:] if not r.warmup]
-        secs = sum(r.step_time for r in rows)
-        self.epoch_sps.append(sum(r.bs for r in rows)/secs if rows and secs>0 else math.nan)
-        return self.epoch_sps[-1]
-
-    def __getstate__(self): # (an exported Learner's timer pickles its recorder) the rows, with the steps not yet read back read now; the open step and the CUDA stream and events stay behind: they belong to this process's device, and no pickler takes them
-        if self.pending: self.resolve(block=True)
-        return {**self.__dict__, 'stream':None, 'marks':None, 'events':None} # (a stream of None: events record on the current stream)
-
-    def start_valid(self): self._sync(); self._vstart = self.clock()
-    def valid_batch(self, bs:int):
-        "Count `bs` validation samples (only between `start_valid` and `end_valid`)"
-        if self._vstart is not None: self.valid_samples += bs
-    def end_valid(self):
-        if self._vstart is None: return
-        self._sync(); self.valid_seconds += self.clock()-self._vstart; self._vstart = None
-
-    def steady(self, strict:bool=False)->list:
-        "Rows of the steps that are not warm-up; `strict`: a ValueError that says why when there are none"
-        rows = [r for r in self.rows if not r.warmup]
-        if strict and not rows:
-            raise ValueError(f"all {len(self.rows)} training steps were warm-up (first {self.warmup} steps, plus flagged ones: "
-                             f"{self.summary()['warmup_reasons'] or 'none'}); train more steps or pass a smaller `warmup` to get "
-                             "steady-state numbers" if self.rows else "no training step ran")
-        return rows
-
-    def steps_df(self)->pd.DataFrame:
-        "Every step read back: phase times (s), samples, warm-up flag and reasons, and whether the optimizer stepped"
-        return pd.DataFrame(self.rows, columns=_Row._fields)
-
-    def report(self)->pd.DataFrame:
-        "Steady-state time per phase (ms): mean, median, IQR and share of the step, with the whole step as the last row"
-        return _table(self.steady(strict=True))
-
-    def summary(self)->dict:
-        "Steady-state throughput (None without steady steps), warm-up and validation numbers"
-        rows,warm = self.steady(),[r for r in self.rows if r.warmup]
-        n,secs = sum(r.bs for r in rows),sum(r.step_time for r in rows)
-        ok,vs = rows and secs>0,self.valid_seconds
-        return dict(samples_per_sec=n/secs if ok else None, batches_per_sec=len(rows)/secs if ok else None, steps=len(rows),
-                    optimizer_steps=sum(r.opt_step for r in rows), samples=n, seconds=secs,
-                    step_ms_median=float(np.median([r.step_time for r in rows])*1000) if rows else None,
-                    warmup_steps=len(warm), warmup_seconds=sum(r.step_time for r in warm),
-                    warmup_reasons=dict(Counter(x for r in warm for x in r.reasons)), valid_seconds=vs,
-                    valid_samples_per_sec=self.valid_samples/vs if vs>0 and self.valid_samples else None,
-                    timing='cuda events' if self.cuda else 'perf_counter + synchronize' if self.sync else 'perf_counter')
-
-# %% ../nbs/09_timer.ipynb #7311ac94
-def _image_pipeline(dl)->str|None:
-    "Whether loader `dl` makes its items from image files: 'fastperf' (`fast_images`' pipeline), 'fastai' (PIL's decode, fastai's `ToTensor`), or None"
-    p = getattr(dl, 'after_item', None)
-    if type(p).__name__=='ImagePipeline': return 'fastperf'
-    tls = getattr(getattr(dl, 'dataset', None), 'tls', None)
-    files = bool(tls) and len(tls[0].items)>0 and isinstance(getattr(tls[0].items, 'iloc', tls[0].items)[0], (str, Path)) # (a `DataFrame`'s first row, not its column 0)
-    return 'fastai' if files and any(type(t).__name__=='ToTensor' for t in getattr(p, 'fs', [])) else None
-
-def verdict_advice(report:pd.DataFrame, # Phase table as `StepRecorder.report()` gives
-                   device:torch.device, # Device trained on (on CUDA a phase is GPU time, idle time included)
-                   features:set=frozenset(), # Speed features the run has, as `ThroughputTimer.features_on()` names them: never advised again
-                   conv:bool=False, # Whether the model has 2D/3D convolutions (`has_conv`)
-                   conv_share:bool|None=None, # Whether most of its parameters are in them (`conv_model`; None: as `conv`)
-                   num_workers='?', # The training DataLoader's worker processes
-                   pin_memory:bool=False, # Whether it pins its batches
-                   uint8:bool=False, # Whether batches travel as uint8 and become floats on the device (fastai's `IntToFloatTensor`)
-                   cached:bool=False, # Whether decoded items are cached in RAM (`ram_cache`)
-                   optimizer:str='?', # The optimizer, as the advice names it
-                   step_cbs:list=(), # Callbacks with work at every training step
-                   opt_cbs:list=(), # Callbacks with work in before_step/after_step, which run inside the optimizer phase
-                   threshold:float=0.3, # Share of the step that makes a phase worth advice
-                   bs:int|None=None, # The training batch size (for the loader's rate in samples/s)
-                   images:str|None=None, # The loader's image-file pipeline: 'fastai' (PIL's decode and crops) or 'fastperf' (`fast_images`); None: none
-                  )->str:
-    "Plain-words diagnosis of a phase table: which phase dominates the step and what to do about it"
-    missing = {*PHASES,'step'}-set(report.index) | {'share','mean_ms'}-set(report.columns)
-    if missing: raise ValueError(f"verdict_advice: `report` lacks {sorted(missing)}; pass a table as `report()` gives")
-    sh,ms = report['share'],report['mean_ms'] # the share is of the mean step, so the milliseconds quoted beside it are means too
-    step,cuda,on,msgs = f"{ms['step']:.1f} ms mean step",device.type=='cuda',set(features),[]
-    if sh['data']>=threshold:
-        nw_rule,_,why = worker_rule(device)
-        rule = f" fastperf's rule here: {why}." if nw_rule is not None and nw_rule!=num_workers else ""
-        msgs.append(f"Data-bound: waiting for the DataLoader takes {sh['data']:.0%} of each training step "
-                    f"({ms['data']:.1f} ms of a {step}; num_workers={num_workers}, {n_cpus()} CPU cores).{rule} Measure the best worker count "
-                    "with fastperf's `tune_workers(learn)` (fastperf.pipeline; more workers is not always faster when they share the "
-                    f"cores with the model){'' if cached else ', cache decoded items in RAM (`ram_cache`)'}, or preprocess offline "
-                    "(decode and resize once, store small uint8 arrays).")
-        if bs and num_workers==0 and ms['data']>0 and ms['step']>ms['data']: # the loader's whole work is in the data phase: its rate, against the rest of the step's
-            feed,eat = bs/ms['data']*1e3,bs/(ms['step']-ms['data'])*1e3
-            msgs[-1] += (f" The loader makes {feed:,.0f} samples/s in this process; the rest of the step would take {eat:,.0f}: "
-                         f"it needs {eat/feed:.1f}x the loader's rate to keep up.")
-        if images=='fastai': msgs[-1] += (" The items are image files decoded and cropped by PIL: `learn.to_fastperf()` (or fastperf's `fast_images(learn.dls)`) "
-                                          "decodes them with torchvision and crops `uint8` tensors with fastai's own crop boxes, keeping the decoded images "
-                                          "for later epochs (fastperf.images; on this project's CPU 1.5x per core in the first epoch, 5x after).")
-        elif images=='fastperf' and num_workers not in (0,'?'): msgs[-1] += (" fastperf's image pipeline is on, but its decoded images kept in RAM die with "
-                                          "fastai's workers at each epoch's end: `fast_images(learn.dls, cache_dir=...)` keeps them on disk, for the workers too.")
-        if cuda:
-            todo = ([] if uint8 else ["send uint8 and convert on the device (fastperf's `uint8_batches`)"]) + ([] if pin_memory else ["use pin_memory=True"])
-            if todo: msgs[-1] += f" The copy to the GPU is part of this phase: {', and '.join(todo)}."
-    if sh['rest']>=threshold:
-        names = f" Callbacks with per-step work in this fit: {', '.join(step_cbs)}." if step_cbs else ""
-        if cuda: msgs.append(f"Host-sync-bound: the GPU waits {sh['rest']:.0%} of each step ({ms['rest']:.1f} ms of a {step}) while callbacks "
-                             "and logging run. A callback that reads a tensor's value every step (.item(), .cpu(), printing a loss) "
-                             f"makes the CPU wait for the GPU, so the next step is queued late. Log less often or keep values on the device.{names}")
-        else: msgs.append(f"Callback-bound: callbacks and logging take {sh['rest']:.0%} of each step ({ms['rest']:.1f} ms of a {step}).{names} "
-                          "Find the slow one (remove them one at a time) and make it do its work less often.")
-    if sh['optimizer']>=threshold:
-        if 'fused/foreach optimizer' in on:
-            fix = "It already uses a foreach/fused implementation: step less often (fastai's `GradientAccumulation`) or use a larger batch."
-        else: fix = ("Swap it for the same update rule in torch's foreach/fused kernels: `learn.to_fastperf()` swaps in fastperf's `TorchOptimizer` "
-                     "(fastperf.optim, for fastai's Adam and SGD; or `opt_func=fast_opt()`), or torch.optim.AdamW(foreach=True/fused=True) through fastai's `OptimWrapper`"
-                     + ("" if 'GradientAccumulation' in on else "; and gradient accumulation to step less often") + ".")
-        also = (f" The phase also holds the before_step/after_step work of {', '.join(opt_cbs)}: if the optimizer alone is fast, one of them is the cost."
-                if opt_cbs else "")
-        msgs.append(f"Optimizer-bound: the optimizer ({optimizer}) step and zero_grad take {sh['optimizer']:.0%} "
-                    f"({ms['optimizer']:.1f} ms of a {step}). {fix}{also}")
-    if msgs: return '\n'.join(msgs)
-    comp = sh['forward']+sh['loss']+sh['backward']
-    if comp>=0.5:
-        prec = precision_rule(device, conv if conv_share is None else conv_share)
-        helps = {'mixed precision': prec!='fp32', 'channels-last': channels_last_rule(device, conv, prec),
-                 'torch.compile': compile_rule(device)}
-        todo,have = [f for f,ok in helps.items() if ok and f not in on],[f for f in helps if f in on]
-        already = f" Already on: {', '.join(have)}." if have else ""
-        if todo: return (f"Compute-bound: forward, loss and backward take {comp:.0%} of a {step}. The model's arithmetic is the limit; "
-                         f"what helps here: {', '.join(todo)}.{already}")
-        return (f"Compute-bound: forward, loss and backward take {comp:.0%} of a {step}.{already} What is left: a larger batch "
-                "(better use of the device per step), a smaller or cheaper model, or faster hardware"
-                + (" (`learn.tune_fastperf(compile=True)` times torch.compile on this model, if you want to know)" if device.type=='cpu' and 'torch.compile' not in on else "")
-                + ".")
-    top = sh.drop('step').idxmax()
-    return f"No phase dominates (largest: {top}, {sh[top]:.0%} of a {step})."
-
-# %% ../nbs/09_timer.ipynb #9d641a75
-def _table_value(v:float):
-    "`v` as fastai's training table shows it: whole numbers from 100 up (fastai prints floats with 6 decimals, which would run into the next column), else 2 decimals"
-    return v if math.isnan(v) else int(round(v)) if abs(v)>=100 else round(v, 2)
-
-class _TimerFirst(Callback):
-    "Records the boundaries that must come before any other callback of an event"
-    order = -1000 # before every other callback
-    def __init__(self, timer): self.timer = timer
-    def before_train(self): self.timer.step_recorder.start_epoch()
-    def before_batch(self): self.timer._mark(1)
-    def after_backward(self): self.timer._mark(5)
-    def after_cancel_batch(self): self.timer._mark(6, once=True)
-    def after_batch(self): self.timer._mark(6, once=True)
-    def after_train(self): self.timer._end_epoch()
-    def after_cancel_train(self): self.timer._end_epoch(cancelled=True)
-    def after_cancel_epoch(self): self.timer._end_epoch(cancelled=True) # a `CancelEpochException` in training skips after_train
-    def after_cancel_fit(self): self.timer._end_epoch(cancelled=True)
-    def before_validate(self):
-        if self.timer.learn.fitting: self.timer.step_recorder.start_valid() # a get_preds/validate inside the fit is not the fit's validation
-    def after_validate(self): self.timer.step_recorder.end_valid()
-    def after_epoch(self): self.timer._log_epoch()
-
-class _TimerLast(Callback):
-    "Records the boundaries that must come after every other callback of an event"
-    order = 1000 # after every other callback
-    def __init__(self, timer): self.timer = timer
-    def before_batch(self): self.timer._mark(2)
-    def after_pred(self): self.timer._pred()
-    def after_loss(self): self.timer._mark(4)
-    def after_step(self):
-        if self.timer.learn.training: self.timer.step_recorder.stepped = True
-    def after_batch(self): self.timer._end_step()
+__all__ = ['PHASES', 'ThroughputTimer', 'StepRecorder', 'verdict_advice', 'combine_reports', 'straggler', 'device_peak_flops']
 
 # %% ../nbs/09_timer.ipynb #96acc6ec
 _NO_FIT = ("ThroughputTimer has no measurements: it times training steps, so fit the Learner with the timer first "
@@ -530,7 +238,7 @@ class ThroughputTimer(Callback):
         return verdict_advice(df, self.timer_device, self.features_on(), has_conv(learn.model), conv_share=conv_model(learn.model), threshold=threshold,
                               num_workers=getattr(getattr(dl, 'fake_l', dl), 'num_workers', '?'), pin_memory=getattr(dl, 'pin_memory', False),
                               uint8=any(isinstance(t, IntToFloatTensor) for t in getattr(getattr(dl, 'after_batch', None), 'fs', [])),
-                              cached=type(getattr(dl, 'dataset', None)).__name__=='CachedDataset', optimizer=self._optimizer_name(),
+                              optimizer=self._optimizer_name(),
                               step_cbs=self._step_callbacks(), opt_cbs=self._step_callbacks(('before_step','after_step')),
                               bs=getattr(dl, 'bs', None), images=_image_pipeline(dl))
 
@@ -628,8 +336,10 @@ class ThroughputTimer(Callback):
         if bad: raise ValueError(f"ThroughputTimer: rank(s) {bad} had no steady-state training step, so there is no verdict from all ranks")
         return '\n'.join(o for o in (self.verdict(threshold, report=combine_reports(reports)), straggler(reports, threshold)) if o)
 
-    def save(self, path)->tuple|None:
-        "Write the phase table to `path`.csv and everything (summary, phases, verdict, environment, callbacks) to `path`.json (`path` a folder: throughput.csv/json in it); under DDP rank 0 only, with all ranks' verdict and global samples/s"
+    def save(self,
+             path, # File name (a `.csv` or `.json` suffix is dropped), or a folder: throughput.csv/json in it
+            )->tuple|None:
+        "Write the phase table to `path`.csv and everything else (summary, verdict, environment, callbacks) to `path`.json; under DDP, rank 0 only"
         if rank_distrib(): return None # every rank may call it; only rank 0 writes (as fastai's `Learner.save`)
         folder = os.fspath(path).endswith(('/', os.sep)) # Path drops a trailing slash
         path = Path(path)
@@ -652,6 +362,275 @@ class ThroughputTimer(Callback):
         return csv,js
 
 def _dist_on()->bool: return torch.distributed.is_available() and torch.distributed.is_initialized()
+
+# %% ../nbs/09_timer.ipynb #9d641a75
+def _table_value(v:float):
+    "`v` as fastai's training table shows it: whole numbers from 100 up (six decimals would overflow the column), else 2 decimals"
+    return v if math.isnan(v) else int(round(v)) if abs(v)>=100 else round(v, 2)
+
+class _TimerFirst(Callback):
+    "Records the boundaries that must come before any other callback of an event"
+    order = -1000 # before every other callback
+    def __init__(self, timer): self.timer = timer
+    def before_train(self): self.timer.step_recorder.start_epoch()
+    def before_batch(self): self.timer._mark(1)
+    def after_backward(self): self.timer._mark(5)
+    def after_cancel_batch(self): self.timer._mark(6, once=True)
+    def after_batch(self): self.timer._mark(6, once=True)
+    def after_train(self): self.timer._end_epoch()
+    def after_cancel_train(self): self.timer._end_epoch(cancelled=True)
+    def after_cancel_epoch(self): self.timer._end_epoch(cancelled=True) # a `CancelEpochException` in training skips after_train
+    def after_cancel_fit(self): self.timer._end_epoch(cancelled=True)
+    def before_validate(self):
+        if self.timer.learn.fitting: self.timer.step_recorder.start_valid() # a get_preds/validate inside the fit is not the fit's validation
+    def after_validate(self): self.timer.step_recorder.end_valid()
+    def after_epoch(self): self.timer._log_epoch()
+
+class _TimerLast(Callback):
+    "Records the boundaries that must come after every other callback of an event"
+    order = 1000 # after every other callback
+    def __init__(self, timer): self.timer = timer
+    def before_batch(self): self.timer._mark(2)
+    def after_pred(self): self.timer._pred()
+    def after_loss(self): self.timer._mark(4)
+    def after_step(self):
+        if self.timer.learn.training: self.timer.step_recorder.stepped = True
+    def after_batch(self): self.timer._end_step()
+
+# %% ../nbs/09_timer.ipynb #62e661e6
+PHASES = ('data','forward','loss','backward','optimizer','rest')
+# Boundary slots of a step: 0 start, 1 before_batch (first cb), 2 before_batch (last cb), 3 after_pred (last cb), 4 after_loss (last cb),
+# 5 after_backward (first cb), 6 after_batch/after_cancel_batch (first cb), 7 end
+_NSLOT = 8
+_Row = namedtuple('_Row', ['step','epoch',*PHASES,'step_time','host_step','bs','warmup','reasons','opt_step'])
+
+def _phases(d):
+    "Phase durations from the 7 consecutive slot intervals `d` (rest = before_batch callbacks + after_batch callbacks)"
+    return (d[0], d[2], d[3], d[4], d[5], d[1]+d[6])
+
+def _fill(xs):
+    "Missing boundaries take the next one's value, so a phase that did not happen lasts 0"
+    for i in range(_NSLOT-2, 0, -1):
+        if xs[i] is None: xs[i] = xs[i+1]
+    return xs
+
+_COLS = ['mean_ms','median_ms','iqr_ms','share']
+def _table(rows):
+    "Phase table of step rows, rounded to the microsecond and the 0.1%: mean, median, IQR (ms) and share of the step per phase, the whole step last"
+    a = np.array([list(r[2:2+len(PHASES)])+[r.step_time] for r in rows])*1000
+    q1,med,q3 = np.percentile(a, [25,50,75], axis=0)
+    mean = a.mean(0)
+    return pd.DataFrame(dict(mean_ms=mean, median_ms=med, iqr_ms=q3-q1, share=mean/mean[-1]), index=pd.Index([*PHASES,'step'], name='phase')).round(3)
+
+# %% ../nbs/09_timer.ipynb #633b60ad
+class StepRecorder:
+    "Training steps timed at their boundaries (host clock, or CUDA events read back once the GPU has passed them) as rows of phase times"
+    def __init__(self,
+                 device=None, # Device the steps run on (default CPU): on CUDA each boundary also records an event on the current stream
+                 sync:bool=False, # On CUDA, synchronize at every boundary and time on the host instead of reading events
+                 warmup:int=0, # First steps counted as warm-up
+                 read_every:int=50, # Turn boundaries into rows every this many steps (on CUDA only those the GPU has passed: never waits)
+                 clock=time.perf_counter, # Host clock, in seconds
+                ):
+        store_attr('warmup,read_every,clock')
+        self.device = torch.device(device or 'cpu')
+        gpu = self.device.type=='cuda'
+        self.cuda,self.sync,self.stream = gpu and not sync,gpu and sync,(torch.cuda.current_stream(self.device) if gpu else None)
+        self.marks = self.events = None # the open step's readings (None between steps)
+        self.stepped,self.step,self.epoch,self.epoch_first = False,0,-1,0 # `stepped`: the optimizer stepped in the open step
+        self.pending,self.rows,self.epoch_sps = [],[],[] # steps not read back yet, one row per step read back, each epoch's samples/s
+        self.valid_seconds,self.valid_samples,self._vstart = 0.,0,None
+
+    def _sync(self):
+        if self.device.type=='cuda': torch.cuda.synchronize(self.device)
+
+    def _now(self, i):
+        if self.sync: self._sync()
+        self.marks[i] = self.clock()
+        if self.cuda: e = torch.cuda.Event(enable_timing=True); e.record(self.stream); self.events[i] = e
+
+    def _open(self): self.marks,self.events,self.stepped = [None]*_NSLOT,([None]*_NSLOT if self.cuda else None),False
+
+    def mark(self, i:int, once:bool=False):
+        "Record boundary slot `i` of the open step (nothing between steps; `once`: keep an earlier reading of the slot)"
+        if self.marks is None or (once and self.marks[i] is not None): return
+        self._now(i)
+
+    def new_step(self):
+        "Open a step now (`start_epoch` and `end_step` open one themselves)"
+        self._open(); self._now(0)
+
+    def end_step(self, bs:int, reasons=()):
+        "Close the open step with `bs` samples (warm-up if among the first `warmup` or flagged for `reasons`) and open the next where it ended"
+        m,ev = self.marks,self.events
+        if m is None: return
+        self._now(_NSLOT-1)
+        self.pending.append(dict(step=self.step, epoch=self.epoch, marks=m, events=ev, bs=bs, warmup=self.step<self.warmup or bool(reasons),
+                                 reasons=tuple(sorted(reasons)), opt_step=self.stepped))
+        self.step += 1
+        self._open(); self.marks[0] = m[-1]
+        if ev: self.events[0] = ev[-1]
+        if len(self.pending)>=self.read_every: self.resolve(block=not self.cuda)
+
+    def resolve(self, block:bool):
+        "Turn recorded steps into rows: all of them if `block` (waiting for the device), else only those the device has passed"
+        done = 0
+        for r in self.pending:
+            m,ev = _fill(r.pop('marks')),r.pop('events')
+            hd = [b-a for a,b in zip(m, m[1:])]
+            if ev is not None:
+                ev = _fill(ev)
+                if not block and not ev[-1].query(): r['marks'],r['events'] = m,ev; break
+                if block: ev[-1].synchronize()
+                d = [0. if a is b else a.elapsed_time(b)/1000 for a,b in zip(ev, ev[1:])]
+            else: d = hd
+            self.rows.append(_Row(r['step'], r['epoch'], *_phases(d), sum(d), sum(hd), r['bs'], r['warmup'], r['reasons'], r['opt_step']))
+            done += 1
+        del self.pending[:done]
+
+    def start_epoch(self):
+        "Start an epoch, with its first step open"
+        self.epoch += 1
+        self.epoch_first = len(self.rows)+len(self.pending)
+        self.new_step()
+
+    def close(self):
+        "Drop the open step (it is not complete) and read every recorded one back"
+        self.marks = self.events = None
+        self.resolve(block=True)
+
+    def end_epoch(self)->float:
+        "`close` the epoch (the one wait for the device) and return its steady-state samples/s, also kept in `epoch_sps`"
+        self.close()
+        rows = [r for r in self.rows[self.epoch_first:] if not r.warmup]
+        secs = sum(r.step_time for r in rows)
+        self.epoch_sps.append(sum(r.bs for r in rows)/secs if rows and secs>0 else math.nan)
+        return self.epoch_sps[-1]
+
+    def __getstate__(self): # (an exported Learner's timer pickles its recorder) the rows, with the steps not yet read back read now; the open step and the CUDA stream and events stay behind: they belong to this process's device, and no pickler takes them
+        if self.pending: self.resolve(block=True)
+        return {**self.__dict__, 'stream':None, 'marks':None, 'events':None} # (a stream of None: events record on the current stream)
+
+    def start_valid(self): self._sync(); self._vstart = self.clock()
+    def valid_batch(self, bs:int):
+        "Count `bs` validation samples (only between `start_valid` and `end_valid`)"
+        if self._vstart is not None: self.valid_samples += bs
+    def end_valid(self):
+        if self._vstart is None: return
+        self._sync(); self.valid_seconds += self.clock()-self._vstart; self._vstart = None
+
+    def steady(self, strict:bool=False)->list:
+        "Rows of the steps that are not warm-up; `strict`: a ValueError that says why when there are none"
+        rows = [r for r in self.rows if not r.warmup]
+        if strict and not rows:
+            raise ValueError(f"all {len(self.rows)} training steps were warm-up (first {self.warmup} steps, plus flagged ones: "
+                             f"{self.summary()['warmup_reasons'] or 'none'}); train more steps or pass a smaller `warmup` to get "
+                             "steady-state numbers" if self.rows else "no training step ran")
+        return rows
+
+    def steps_df(self)->pd.DataFrame:
+        "Every step read back: phase times (s), samples, warm-up flag and reasons, and whether the optimizer stepped"
+        return pd.DataFrame(self.rows, columns=_Row._fields)
+
+    def report(self)->pd.DataFrame:
+        "Steady-state time per phase (ms): mean, median, IQR and share of the step, with the whole step as the last row"
+        return _table(self.steady(strict=True))
+
+    def summary(self)->dict:
+        "Steady-state throughput (None without steady steps), warm-up and validation numbers"
+        rows,warm = self.steady(),[r for r in self.rows if r.warmup]
+        n,secs = sum(r.bs for r in rows),sum(r.step_time for r in rows)
+        ok,vs = rows and secs>0,self.valid_seconds
+        return dict(samples_per_sec=n/secs if ok else None, batches_per_sec=len(rows)/secs if ok else None, steps=len(rows),
+                    optimizer_steps=sum(r.opt_step for r in rows), samples=n, seconds=secs,
+                    step_ms_median=float(np.median([r.step_time for r in rows])*1000) if rows else None,
+                    warmup_steps=len(warm), warmup_seconds=sum(r.step_time for r in warm),
+                    warmup_reasons=dict(Counter(x for r in warm for x in r.reasons)), valid_seconds=vs,
+                    valid_samples_per_sec=self.valid_samples/vs if vs>0 and self.valid_samples else None,
+                    timing='cuda events' if self.cuda else 'perf_counter + synchronize' if self.sync else 'perf_counter')
+
+# %% ../nbs/09_timer.ipynb #7311ac94
+def _image_pipeline(dl)->str|None:
+    "Whether loader `dl` makes its items from image files: 'fastperf' (`fast_images`' pipeline), 'fastai' (PIL's decode, fastai's `ToTensor`), or None"
+    p = getattr(dl, 'after_item', None)
+    if type(p).__name__=='ImagePipeline': return 'fastperf'
+    tls = getattr(getattr(dl, 'dataset', None), 'tls', None)
+    files = bool(tls) and len(tls[0].items)>0 and isinstance(getattr(tls[0].items, 'iloc', tls[0].items)[0], (str, Path)) # (a `DataFrame`'s first row, not its column 0)
+    return 'fastai' if files and any(type(t).__name__=='ToTensor' for t in getattr(p, 'fs', [])) else None
+
+def verdict_advice(report:pd.DataFrame, # Phase table as `StepRecorder.report()` gives
+                   device:torch.device, # Device trained on (on CUDA a phase is GPU time, idle time included)
+                   features:set=frozenset(), # Speed features the run has, as `ThroughputTimer.features_on()` names them: never advised again
+                   conv:bool=False, # Whether the model has 2D/3D convolutions (`has_conv`)
+                   conv_share:bool|None=None, # Whether most of its parameters are in them (`conv_model`; None: as `conv`)
+                   num_workers='?', # The training DataLoader's worker processes
+                   pin_memory:bool=False, # Whether it pins its batches
+                   uint8:bool=False, # Whether batches travel as uint8 and become floats on the device (fastai's `IntToFloatTensor`)
+                   optimizer:str='?', # The optimizer, as the advice names it
+                   step_cbs:list=(), # Callbacks with work at every training step
+                   opt_cbs:list=(), # Callbacks with work in before_step/after_step, which run inside the optimizer phase
+                   threshold:float=0.3, # Share of the step that makes a phase worth advice
+                   bs:int|None=None, # The training batch size (for the loader's rate in samples/s)
+                   images:str|None=None, # The loader's image-file pipeline: 'fastai' (PIL's decode and crops) or 'fastperf' (`fast_images`); None: none
+                  )->str:
+    "Plain-words diagnosis of a phase table: which phase dominates the step and what to do about it"
+    missing = {*PHASES,'step'}-set(report.index) | {'share','mean_ms'}-set(report.columns)
+    if missing: raise ValueError(f"verdict_advice: `report` lacks {sorted(missing)}; pass a table as `report()` gives")
+    sh,ms = report['share'],report['mean_ms'] # the share is of the mean step, so the milliseconds quoted beside it are means too
+    step,cuda,on,msgs = f"{ms['step']:.1f} ms mean step",device.type=='cuda',set(features),[]
+    if sh['data']>=threshold:
+        nw_rule,_,why = worker_rule(device)
+        rule = f" fastperf's rule here: {why}." if nw_rule is not None and nw_rule!=num_workers else ""
+        msgs.append(f"Data-bound: waiting for the DataLoader takes {sh['data']:.0%} of each training step "
+                    f"({ms['data']:.1f} ms of a {step}; num_workers={num_workers}, {n_cpus()} CPU cores).{rule} Measure the best worker count "
+                    "with fastperf's `tune_workers(learn)` (fastperf.pipeline; more workers is not always faster when they share the "
+                    f"cores with the model), or preprocess offline "
+                    "(decode and resize once, store small uint8 arrays).")
+        if bs and num_workers==0 and ms['data']>0 and ms['step']>ms['data']: # the loader's whole work is in the data phase: its rate, against the rest of the step's
+            feed,eat = bs/ms['data']*1e3,bs/(ms['step']-ms['data'])*1e3
+            msgs[-1] += (f" The loader makes {feed:,.0f} samples/s in this process; the rest of the step would take {eat:,.0f}: "
+                         f"it needs {eat/feed:.1f}x the loader's rate to keep up.")
+        if images=='fastai': msgs[-1] += (" The items are image files decoded and cropped by PIL: `learn.to_fastperf()` (or fastperf's `fast_images(learn.dls)`) "
+                                          "decodes them with torchvision and crops `uint8` tensors with fastai's own crop boxes, keeping the decoded images "
+                                          "for later epochs (fastperf.images; on this project's CPU 1.5x per core in the first epoch, 5x after).")
+        elif images=='fastperf' and num_workers not in (0,'?'): msgs[-1] += (" fastperf's image pipeline is on, but its decoded images kept in RAM die with "
+                                          "fastai's workers at each epoch's end: `fast_images(learn.dls, cache_dir=...)` keeps them on disk, for the workers too.")
+        if cuda:
+            todo = ([] if uint8 else ["send uint8 and convert on the device (fastperf's `uint8_batches`)"]) + ([] if pin_memory else ["use pin_memory=True"])
+            if todo: msgs[-1] += f" The copy to the GPU is part of this phase: {', and '.join(todo)}."
+    if sh['rest']>=threshold:
+        names = f" Callbacks with per-step work in this fit: {', '.join(step_cbs)}." if step_cbs else ""
+        if cuda: msgs.append(f"Host-sync-bound: the GPU waits {sh['rest']:.0%} of each step ({ms['rest']:.1f} ms of a {step}) while callbacks "
+                             "and logging run. A callback that reads a tensor's value every step (.item(), .cpu(), printing a loss) "
+                             f"makes the CPU wait for the GPU, so the next step is queued late. Log less often or keep values on the device.{names}")
+        else: msgs.append(f"Callback-bound: callbacks and logging take {sh['rest']:.0%} of each step ({ms['rest']:.1f} ms of a {step}).{names} "
+                          "Find the slow one (remove them one at a time) and make it do its work less often.")
+    if sh['optimizer']>=threshold:
+        if 'fused/foreach optimizer' in on:
+            fix = "It already uses a foreach/fused implementation: step less often (fastai's `GradientAccumulation`) or use a larger batch."
+        else: fix = ("Swap it for the same update rule in torch's foreach/fused kernels: `learn.to_fastperf()` swaps in fastperf's `TorchOptimizer` "
+                     "(fastperf.optim, for fastai's Adam and SGD; or `opt_func=fast_opt()`), or torch.optim.AdamW(foreach=True/fused=True) through fastai's `OptimWrapper`"
+                     + ("" if 'GradientAccumulation' in on else "; and gradient accumulation to step less often") + ".")
+        also = (f" The phase also holds the before_step/after_step work of {', '.join(opt_cbs)}: if the optimizer alone is fast, one of them is the cost."
+                if opt_cbs else "")
+        msgs.append(f"Optimizer-bound: the optimizer ({optimizer}) step and zero_grad take {sh['optimizer']:.0%} "
+                    f"({ms['optimizer']:.1f} ms of a {step}). {fix}{also}")
+    if msgs: return '\n'.join(msgs)
+    comp = sh['forward']+sh['loss']+sh['backward']
+    if comp>=0.5:
+        prec = precision_rule(device, conv if conv_share is None else conv_share)
+        helps = {'mixed precision': prec!='fp32', 'channels-last': channels_last_rule(device, conv, prec),
+                 'torch.compile': compile_rule(device)}
+        todo,have = [f for f,ok in helps.items() if ok and f not in on],[f for f in helps if f in on]
+        already = f" Already on: {', '.join(have)}." if have else ""
+        if todo: return (f"Compute-bound: forward, loss and backward take {comp:.0%} of a {step}. The model's arithmetic is the limit; "
+                         f"what helps here: {', '.join(todo)}.{already}")
+        return (f"Compute-bound: forward, loss and backward take {comp:.0%} of a {step}.{already} What is left: a larger batch "
+                "(better use of the device per step), a smaller or cheaper model, or faster hardware"
+                + (" (`learn.tune_fastperf(compile=True)` times torch.compile on this model, if you want to know)" if device.type=='cpu' and 'torch.compile' not in on else "")
+                + ".")
+    top = sh.drop('step').idxmax()
+    return f"No phase dominates (largest: {top}, {sh[top]:.0%} of a {step})."
 
 # %% ../nbs/09_timer.ipynb #5e7f2d45
 _INPUT_PHASES = ('data',)
@@ -676,3 +655,25 @@ def straggler(reports:list, # Each rank's `ThroughputTimer.report()`, in rank or
             f"{inp[fast]:.1f} ms on rank {fast}, {(inp[slow]-inp[fast])/step:.0%} of the {step:.1f} ms average step. DDP steps all ranks "
             "together, so the others wait for it in the gradient all-reduce (counted in their backward). Give every rank the same "
             "input pipeline (num_workers, transforms, data on local storage) and a balanced share of the CPU cores.")
+
+# %% ../nbs/09_timer.ipynb #a6388ea7
+# (regex on `torch.cuda.get_device_name()`, dense peak TFLOP/s per dtype) from NVIDIA datasheets; first match wins
+_PEAKS = [
+    (r'H200',                  dict(bf16=989, fp16=989, tf32=494, fp32=67)),
+    (r'H100.*NVL',             dict(bf16=835, fp16=835, tf32=418, fp32=60)),
+    (r'H100.*PCIe',            dict(bf16=756, fp16=756, tf32=378, fp32=51)),
+    (r'H100',                  dict(bf16=989, fp16=989, tf32=494, fp32=67)),   # SXM5 (HBM3)
+    (r'A100',                  dict(bf16=312, fp16=312, tf32=156, fp32=19.5)),
+    (r'\bL4\b',                dict(bf16=121, fp16=121, tf32=60,  fp32=30.3)),
+    (r'V100.*PCIE',            dict(fp16=112, fp32=14)),
+    (r'V100',                  dict(fp16=125, fp32=15.7)),                   # SXM2
+    (r'\bT4\b',                dict(fp16=65,  fp32=8.1)),
+]
+
+def device_peak_flops(device_name:str, # Name as `torch.cuda.get_device_name()` gives it
+                      dtype:str='fp32', # Compute dtype: 'bf16', 'fp16', 'tf32' or 'fp32'
+                     )->float|None:
+    "Dense peak FLOP/s of a known GPU for `dtype`, or `None` if the device or dtype is not known"
+    for pat,peaks in _PEAKS:
+        if re.search(pat, device_name, re.I): return peaks[dtype]*1e12 if dtype in peaks else None
+    return None

@@ -268,3 +268,12 @@ def test_first_line_is_the_tools_own():
     for exe in ('fastperf-bench', 'fastperf-parity'):
         p = subprocess.run([shutil.which(exe), '--help'], capture_output=True, text=True, timeout=300)
         assert p.returncode==0 and 'Warning' not in p.stderr and p.stdout.startswith('usage:'), (exe, p.stderr[-2000:])
+
+def test_version():
+    "Each command says its version (`--version`), and fastperf-parity's every option has help text"
+    from fastperf import __version__
+    for exe in ('fastperf-bench', 'fastperf-parity', 'fastperf-zoo', 'fastperf-images'):
+        p = subprocess.run([shutil.which(exe), '--version'], capture_output=True, text=True, timeout=300)
+        assert p.returncode==0 and p.stdout.strip()==f'{exe} {__version__}', (exe, p.stdout, p.stderr[-2000:])
+    from fastperf.measure.parity import _parser
+    assert all(a.help for a in _parser()._actions), [a.dest for a in _parser()._actions if not a.help]

@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = {'index.html': ['fastperf', 'Quick start', 'fastperf-bench'],
+PAGES = {'index.html': ['fastperf', 'Run the tests', 'fastperf-bench', 'samples/s'],
          'cast.html': ['CastToTensor', 'cast_to_tensor', 'tensor subclass'],
          'measure_features.html': ['cast_benchmark', 'compile_benchmark']}
 

@@ -975,6 +975,8 @@ def _parser()->argparse.ArgumentParser:
     p.add_argument('--budget', type=float, help="seconds of timed rounds for the whole sweep; the first --min-rounds always run (default: 45 with --quick, 240 on a CPU, 600 on a GPU)")
     p.add_argument('--min-rounds', type=int, help="interleaved rounds always measured (>= 2; default 3 with --quick, 5 on a CPU and on a GPU); more follow until every interval is narrower than 5%% or the budget is spent")
     p.add_argument('--no-plots', action='store_true', help="skip the PNG plots")
+    from fastperf import __version__
+    p.add_argument('--version', action='version', version=f"%(prog)s {__version__}")
     return p
 
 def main(argv=None):

@@ -198,6 +198,8 @@ def _parser():
     p.add_argument('--tiles', type=int, default=1, help="without --folder: each photo a TILES x TILES mosaic of 500x375 crops (5: 2500x1875 photos, 160 of them)")
     p.add_argument('--accuracy', action='store_true', help="also train a small CNN on fastai's and fastperf's pipeline from the same seeds (image_accuracy)")
     p.add_argument('--out', help="folder for the files (default: fastperf-images-<time>)")
+    from fastperf import __version__
+    p.add_argument('--version', action='version', version=f"%(prog)s {__version__}")
     return p
 
 def main(argv=None):

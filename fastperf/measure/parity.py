@@ -395,12 +395,14 @@ def _parser():
     p.add_argument('--steps', type=int, help="timed steps per window"); p.add_argument('--warmup', type=int, help="untimed steps before each window")
     p.add_argument('--rounds', type=int, help="interleaved rounds (the order rotates each round)")
     p.add_argument('--loss-steps', type=int, help="steps of the loss check"); p.add_argument('--infer-batches', type=int, help="batches of the inference rows")
-    p.add_argument('--lr', type=float); p.add_argument('--seed', type=int)
+    p.add_argument('--lr', type=float, help="learning rate of every loop (default 1e-3)"); p.add_argument('--seed', type=int, help="seed of the weights and the batch order (default 0)")
     p.add_argument('--num-workers', type=int, help="fastai DataLoader workers (default: fastai's)")
     p.add_argument('--no-lightning', action='store_true', help="skip the Lightning row"); p.add_argument('--no-infer', action='store_true', help="skip the inference rows")
     p.add_argument('--sync-free', choices=['auto','on','off'], help="rows with NoSyncLoss and to_fast_inference(defer=True) (auto: on CUDA, where they can act)")
     p.add_argument('--threads', type=int, help="torch.set_num_threads")
     p.add_argument('--out', help="folder for parity.csv, parity_losses.csv, parity.json (default: fastperf-parity-<device>-<time>)")
+    from fastperf import __version__
+    p.add_argument('--version', action='version', version=f"%(prog)s {__version__}")
     return p
 
 def main(argv=None):

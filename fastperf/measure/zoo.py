@@ -468,6 +468,8 @@ def _parser():
     p.add_argument('--no-plots', action='store_true', help="skip zoo.png (plot_zoo)")
     p.add_argument('--threads', type=int, help="torch.set_num_threads")
     p.add_argument('--out', help="folder for the files (default: fastperf-zoo-<time>)")
+    from fastperf import __version__
+    p.add_argument('--version', action='version', version=f"%(prog)s {__version__}")
     return p
 
 def main(argv=None):
