@@ -148,14 +148,6 @@ def _sorted_cbs(learn)->list:
     if got is None or got[0]!=key: got = learn.__dict__['_fp_sorted'] = (key, sorted(range(len(cbs)), key=lambda i: key[i]))
     return [cbs[i] for i in got[1]]
 
-def _run_as_callback(cb, event_name, fn):
-    "What fastai's `cb(event_name)` does, with `fn(cb)` as the event's method: `run`, the phase, exceptions relabelled"
-    tr = getattr(cb.learn, 'training', None)
-    if cb.run and (event_name not in _inner_loop or (cb.run_train and tr is not False) or (cb.run_valid and not tr)):
-        try: fn(cb)
-        except _CANCELS: raise
-        except Exception as e: raise modify_exception(e, f'Exception occured in `{type(cb).__name__}` when calling event `{event_name}`:\n\t{e.args[0]}', replace=True)
-
 def _lean_record_ok(rec)->bool:
     "Whether `rec` is fastai's own `Recorder`, nothing of its own on the object that `_lean_record` reads from the Learner"
     return type(rec) is Recorder and 'after_batch' not in rec.__dict__ and not {'yb','training','opt','metrics'} & set(rec.__dict__)
