@@ -14,7 +14,27 @@ import fastai.learner
 from .core import running_loops
 
 # %% auto #0
-__all__ = ['CastToTensor', 'cast_to_tensor']
+__all__ = ['cast_to_tensor', 'CastToTensor']
+
+# %% ../nbs/02_cast.ipynb #a591648d
+def cast_to_tensor(x):
+    "Cast every tensor subclass in `x` (any nesting of tuples, lists, dicts, namedtuples) to `torch.Tensor`, without copying"
+    if isinstance(x, Tensor): return x.as_subclass(Tensor) if _is_sub(x) else x
+    if isinstance(x, tuple):
+        vals = [cast_to_tensor(o) for o in x]
+        if all(a is b for a,b in zip(vals, x)): return x
+        return type(x)(*vals) if hasattr(x, '_fields') else type(x)(vals)
+    if isinstance(x, list):
+        vals = [cast_to_tensor(o) for o in x]
+        if all(a is b for a,b in zip(vals, x)): return x
+        return type(x)(vals)
+    if isinstance(x, dict):
+        vals = {k:cast_to_tensor(v) for k,v in x.items()}
+        if all(vals[k] is v for k,v in x.items()): return x
+        res = copy.copy(x) # keeps the dict's type and attributes (OrderedDict, defaultdict's factory, ...)
+        res.update(vals)
+        return res
+    return x
 
 # %% ../nbs/02_cast.ipynb #38944426
 def _is_sub(x): return isinstance(x, Tensor) and type(x) is not Tensor and not isinstance(x, torch.nn.Parameter)
@@ -88,23 +108,3 @@ class CastToTensor(fastai.learner.CastToTensor):
         if created: msg += "Created inside the model by: " + ', '.join(created[:5]) + ".\n"
         msg += "Received by: " + ', '.join(received[:8]) + (' ...' if len(received)>8 else '') + ".\n"
         return msg + "Each costs Python overhead on every op; cast with `.as_subclass(torch.Tensor)` where it is created."
-
-# %% ../nbs/02_cast.ipynb #a591648d
-def cast_to_tensor(x):
-    "Cast every tensor subclass in `x` (any nesting of tuples, lists, dicts, namedtuples) to `torch.Tensor`, without copying"
-    if isinstance(x, Tensor): return x.as_subclass(Tensor) if _is_sub(x) else x
-    if isinstance(x, tuple):
-        vals = [cast_to_tensor(o) for o in x]
-        if all(a is b for a,b in zip(vals, x)): return x
-        return type(x)(*vals) if hasattr(x, '_fields') else type(x)(vals)
-    if isinstance(x, list):
-        vals = [cast_to_tensor(o) for o in x]
-        if all(a is b for a,b in zip(vals, x)): return x
-        return type(x)(vals)
-    if isinstance(x, dict):
-        vals = {k:cast_to_tensor(v) for k,v in x.items()}
-        if all(vals[k] is v for k,v in x.items()): return x
-        res = copy.copy(x) # keeps the dict's type and attributes (OrderedDict, defaultdict's factory, ...)
-        res.update(vals)
-        return res
-    return x

@@ -18,8 +18,92 @@ from .core import running_loops
 from .rules import has_conv
 
 # %% auto #0
-__all__ = ['ChannelsLast', 'memory_format_of', 'as_channels_last', 'nd_tensors', 'param_formats', 'model_to_channels_last',
-           'restore_formats', 'channels_last_error']
+__all__ = ['memory_format_of', 'as_channels_last', 'nd_tensors', 'param_formats', 'model_to_channels_last', 'restore_formats',
+           'channels_last_error', 'ChannelsLast']
+
+# %% ../nbs/03_channelslast.ipynb #b9233062
+def memory_format_of(t)->str|None:
+    "'channels_last', 'contiguous', 'either' (both layouts agree, e.g. 1x1 spatial) or 'strided' for a 4D/5D tensor; None otherwise"
+    if not isinstance(t, torch.Tensor) or t.dim() not in (4,5): return None
+    cl = torch.channels_last if t.dim()==4 else torch.channels_last_3d
+    c,l = t.is_contiguous(),t.is_contiguous(memory_format=cl)
+    if c and l: return 'either'
+    return 'channels_last' if l else 'contiguous' if c else 'strided'
+
+# %% ../nbs/03_channelslast.ipynb #10903e86
+def as_channels_last(x):
+    "Convert the 4D tensors in `x` (a tensor or nested tuple/list/dict) to `channels_last` and 5D ones to `channels_last_3d`; other values pass through"
+    if isinstance(x, torch.Tensor):
+        if x.dim()==4: return x.contiguous(memory_format=torch.channels_last)
+        if x.dim()==5: return x.contiguous(memory_format=torch.channels_last_3d)
+        return x
+    if isinstance(x, tuple) and hasattr(x, '_fields'): return type(x)(*(as_channels_last(o) for o in x))
+    if isinstance(x, (tuple,list)): return type(x)(as_channels_last(o) for o in x)
+    if isinstance(x, dict): return type(x)({k:as_channels_last(v) for k,v in x.items()})
+    return x
+
+# %% ../nbs/03_channelslast.ipynb #eac34695
+def nd_tensors(model:nn.Module)->list:
+    "(name, tensor) of `model`'s 4D/5D parameters, then of its 4D/5D buffers, as `named_parameters()` and `named_buffers()` list them"
+    return [(n,t) for n,t in [*model.named_parameters(), *model.named_buffers()] if t.dim() in (4,5)]
+
+def param_formats(model)->dict:
+    "The memory format of each 4D/5D parameter and buffer of `model`, by name (what `restore_formats` puts back)"
+    return {n:memory_format_of(t) for n,t in nd_tensors(model)}
+
+def _convert(model, fn, names=None):
+    "Replace the data and grads of `model`'s 4D/5D parameters and buffers (those in `names`, if given) by `fn` of them, as normal tensors"
+    with torch.inference_mode(False), torch.no_grad():
+        for n,t in nd_tensors(model):
+            if names is not None and n not in names: continue
+            d = t.data
+            x = fn(d)
+            if x is not d: t.data = x # (a tensor in the format already is left as it is)
+            g = getattr(t, 'grad', None)
+            if g is not None and (y := fn(g)) is not g: t.grad = y
+
+def model_to_channels_last(model:nn.Module)->nn.Module:
+    "Convert `model`'s 4D parameters and buffers to `channels_last` and 5D ones to `channels_last_3d`, in place"
+    _convert(model, as_channels_last); return model
+
+def restore_formats(model, formats):
+    "Put the 4D/5D parameters and buffers of `model` that were NCHW-contiguous in `formats` back in that format"
+    _convert(model, lambda t: t.contiguous(), names={n for n,f in formats.items() if f=='contiguous'})
+
+def _first(x):
+    "The first item of each tensor in `x` (a tensor or nested tuple/list), as a batch of one"
+    if isinstance(x, torch.Tensor): return x[:1] if x.dim() else x
+    if isinstance(x, (tuple,list)): return type(x)(_first(o) for o in x) if not hasattr(x, '_fields') else type(x)(*(_first(o) for o in x))
+    return x
+
+_CL_ERRORS = ('view size is not compatible', 'must be contiguous', 'is not contiguous', 'Expected contiguous')
+
+@contextmanager
+def _eager(model):
+    "Run `model` and its modules uncompiled inside; yields the eager model (`torch.compile`'s `_orig_mod` where it wraps one)"
+    mods = [(o, o._compiled_call_impl) for o in model.modules() if getattr(o, '_compiled_call_impl', None) is not None]
+    for o,_ in mods: o._compiled_call_impl = None
+    try: yield getattr(model, '_orig_mod', model)
+    finally:
+        for o,c in mods: o._compiled_call_impl = c
+
+def _is_compiled(model)->bool: return hasattr(model, '_orig_mod') or any(getattr(o, '_compiled_call_impl', None) is not None for o in model.modules())
+
+def channels_last_error(model:nn.Module, # The model, its weights already in the format to check
+                        xb, # An input batch (a tensor or a tuple of them): its first item goes through the model in channels-last
+                       )->str|None:
+    "The memory-format error (a `.view` of a feature map, a kernel needing contiguous inputs) a channels-last forward of `xb`'s first item raises in `model`, else None"
+    with _eager(model) as m: # a compiled model runs its eager forward: the probe compiles nothing, and its one-item batch does not make the batch size dynamic
+        modes = [(o, o.training) for o in m.modules()] # each module's own mode back after it (fastai's BnFreeze keeps frozen BatchNorms in eval)
+        try:
+            m.eval()
+            with torch.no_grad(): m(*tuplify(as_channels_last(_first(xb))))
+        except Exception as e:
+            msg = str(e).strip().split('\n')[0]
+            return msg if any(o in msg for o in _CL_ERRORS) else None
+        finally:
+            for o,t in modes: o.training = t
+    return None
 
 # %% ../nbs/03_channelslast.ipynb #a901db70
 class ChannelsLast(fastai.callback.channelslast.ChannelsLast):
@@ -107,87 +191,3 @@ class ChannelsLast(fastai.callback.channelslast.ChannelsLast):
             warnings.warn(f"ChannelsLast: {len(res)} module(s) returned outputs out of channels-last from channels-last inputs in the first batch: "
                           f"{lst}{' ...' if len(res)>6 else ''}. Each costs a layout copy there and at the next convolution; "
                           "see `learn.channels_last.fallouts`.")
-
-# %% ../nbs/03_channelslast.ipynb #b9233062
-def memory_format_of(t)->str|None:
-    "'channels_last', 'contiguous', 'either' (both layouts agree, e.g. 1x1 spatial) or 'strided' for a 4D/5D tensor; None otherwise"
-    if not isinstance(t, torch.Tensor) or t.dim() not in (4,5): return None
-    cl = torch.channels_last if t.dim()==4 else torch.channels_last_3d
-    c,l = t.is_contiguous(),t.is_contiguous(memory_format=cl)
-    if c and l: return 'either'
-    return 'channels_last' if l else 'contiguous' if c else 'strided'
-
-# %% ../nbs/03_channelslast.ipynb #10903e86
-def as_channels_last(x):
-    "Convert the 4D tensors in `x` (a tensor or nested tuple/list/dict) to `channels_last` and 5D ones to `channels_last_3d`; other values pass through"
-    if isinstance(x, torch.Tensor):
-        if x.dim()==4: return x.contiguous(memory_format=torch.channels_last)
-        if x.dim()==5: return x.contiguous(memory_format=torch.channels_last_3d)
-        return x
-    if isinstance(x, tuple) and hasattr(x, '_fields'): return type(x)(*(as_channels_last(o) for o in x))
-    if isinstance(x, (tuple,list)): return type(x)(as_channels_last(o) for o in x)
-    if isinstance(x, dict): return type(x)({k:as_channels_last(v) for k,v in x.items()})
-    return x
-
-# %% ../nbs/03_channelslast.ipynb #eac34695
-def nd_tensors(model:nn.Module)->list:
-    "(name, tensor) of `model`'s 4D/5D parameters, then of its 4D/5D buffers, as `named_parameters()` and `named_buffers()` list them"
-    return [(n,t) for n,t in [*model.named_parameters(), *model.named_buffers()] if t.dim() in (4,5)]
-
-def param_formats(model)->dict:
-    "The memory format of each 4D/5D parameter and buffer of `model`, by name (what `restore_formats` puts back)"
-    return {n:memory_format_of(t) for n,t in nd_tensors(model)}
-
-def _convert(model, fn, names=None):
-    "Replace the data and grads of `model`'s 4D/5D parameters and buffers (those in `names`, if given) by `fn` of them, as normal tensors"
-    with torch.inference_mode(False), torch.no_grad():
-        for n,t in nd_tensors(model):
-            if names is not None and n not in names: continue
-            d = t.data
-            x = fn(d)
-            if x is not d: t.data = x # (a tensor in the format already is left as it is)
-            g = getattr(t, 'grad', None)
-            if g is not None and (y := fn(g)) is not g: t.grad = y
-
-def model_to_channels_last(model:nn.Module)->nn.Module:
-    "Convert `model`'s 4D parameters and buffers to `channels_last` and 5D ones to `channels_last_3d`, in place"
-    _convert(model, as_channels_last); return model
-
-def restore_formats(model, formats):
-    "Put the 4D/5D parameters and buffers of `model` that were NCHW-contiguous in `formats` back in that format"
-    _convert(model, lambda t: t.contiguous(), names={n for n,f in formats.items() if f=='contiguous'})
-
-def _first(x):
-    "The first item of each tensor in `x` (a tensor or nested tuple/list), as a batch of one"
-    if isinstance(x, torch.Tensor): return x[:1] if x.dim() else x
-    if isinstance(x, (tuple,list)): return type(x)(_first(o) for o in x) if not hasattr(x, '_fields') else type(x)(*(_first(o) for o in x))
-    return x
-
-_CL_ERRORS = ('view size is not compatible', 'must be contiguous', 'is not contiguous', 'Expected contiguous')
-
-@contextmanager
-def _eager(model):
-    "Run `model` and its modules uncompiled inside; yields the eager model (`torch.compile`'s `_orig_mod` where it wraps one)"
-    mods = [(o, o._compiled_call_impl) for o in model.modules() if getattr(o, '_compiled_call_impl', None) is not None]
-    for o,_ in mods: o._compiled_call_impl = None
-    try: yield getattr(model, '_orig_mod', model)
-    finally:
-        for o,c in mods: o._compiled_call_impl = c
-
-def _is_compiled(model)->bool: return hasattr(model, '_orig_mod') or any(getattr(o, '_compiled_call_impl', None) is not None for o in model.modules())
-
-def channels_last_error(model:nn.Module, # The model, its weights already in the format to check
-                        xb, # An input batch (a tensor or a tuple of them): its first item goes through the model in channels-last
-                       )->str|None:
-    "The memory-format error (a `.view` of a feature map, a kernel needing contiguous inputs) a channels-last forward of `xb`'s first item raises in `model`, else None"
-    with _eager(model) as m: # a compiled model runs its eager forward: the probe compiles nothing, and its one-item batch does not make the batch size dynamic
-        modes = [(o, o.training) for o in m.modules()] # each module's own mode back after it (fastai's BnFreeze keeps frozen BatchNorms in eval)
-        try:
-            m.eval()
-            with torch.no_grad(): m(*tuplify(as_channels_last(_first(xb))))
-        except Exception as e:
-            msg = str(e).strip().split('\n')[0]
-            return msg if any(o in msg for o in _CL_ERRORS) else None
-        finally:
-            for o,t in modes: o.training = t
-    return None

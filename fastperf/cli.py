@@ -8,32 +8,34 @@ Docs: https://fastperf.github.io/fastperf/cli.html.md"""
 __all__ = ['bench', 'parity', 'zoo', 'images']
 
 # %% ../nbs/30_cli.ipynb #6719b607
-import warnings
+import sys, warnings
 
 def _quiet_fastai_import():
     "Ignore torch's deprecation warning that importing fastai raises (fastai's `torch.jit.script` decorators), in this process"
     warnings.filterwarnings('ignore', message=r'`torch\.jit\.script` is deprecated', category=FutureWarning)
 
+def _run(exe:str, module:str, argv=None):
+    "Run `fastperf.measure.<module>.main`, or answer `--version` before torch and fastai are imported (seconds sooner)"
+    argv = sys.argv[1:] if argv is None else argv
+    if '--version' in argv:
+        from fastperf import __version__
+        print(f"{exe} {__version__}"); return 0
+    _quiet_fastai_import()
+    import importlib
+    return importlib.import_module(f'fastperf.measure.{module}').main(argv)
+
 def bench():
     "The `fastperf-bench` command"
-    _quiet_fastai_import()
-    from fastperf.measure.bench import main
-    return main()
+    return _run('fastperf-bench', 'bench')
 
 def parity():
     "The `fastperf-parity` command"
-    _quiet_fastai_import()
-    from fastperf.measure.parity import main
-    return main()
+    return _run('fastperf-parity', 'parity')
 
 def zoo():
     "The `fastperf-zoo` command"
-    _quiet_fastai_import()
-    from fastperf.measure.zoo import main
-    return main()
+    return _run('fastperf-zoo', 'zoo')
 
 def images():
     "The `fastperf-images` command"
-    _quiet_fastai_import()
-    from fastperf.measure.images import main
-    return main()
+    return _run('fastperf-images', 'images')

@@ -231,14 +231,6 @@ class Compile(RestoringCallback):
             lines.append(f"  break {i+1}: {r.reason.strip().splitlines()[0]}{loc}")
         return '\n'.join(lines)
 
-# %% ../nbs/06_compiler.ipynb #7028ee1e
-@patch
-def explain_compile(self:Learner, **kwargs):
-    "Trace one training batch as `Compile` would and report graphs, graph breaks and their reasons, without training"
-    cb = Compile(explain=True, **kwargs)
-    with self.removed_cbs([c for c in self.cbs if isinstance(c, Compile)]), no_bar(self), self.no_logging(): self.fit(1, cbs=cb)
-    return cb.explanation
-
 # %% ../nbs/06_compiler.ipynb #357dff3e
 _MODES = ('default', 'reduce-overhead', 'max-autotune', 'max-autotune-no-cudagraphs')
 
@@ -322,6 +314,14 @@ def _module_call(module:nn.Module):
     # torch), so a fastai model compiled nothing there. A function of ours as the top frame is traced on every torch.
     def call(*args, **kwargs): return module._call_impl(*args, **kwargs)
     return call
+
+# %% ../nbs/06_compiler.ipynb #7028ee1e
+@patch
+def explain_compile(self:Learner, **kwargs):
+    "Trace one training batch as `Compile` would and report graphs, graph breaks and their reasons, without training"
+    cb = Compile(explain=True, **kwargs)
+    with self.removed_cbs([c for c in self.cbs if isinstance(c, Compile)]), no_bar(self), self.no_logging(): self.fit(1, cbs=cb)
+    return cb.explanation
 
 # %% ../nbs/06_compiler.ipynb #b072c94b
 class InferenceMode(RestoringCallback):

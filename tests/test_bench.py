@@ -98,6 +98,7 @@ def test_cli_to_file_interleaved(tmp_path):
     out = tmp_path/'run'
     p = run_cli('--models', 'small_cnn', '--features', 'channels_last', *TINY, '--out', out)
     assert p.returncode==0, p.stderr[-3000:]
+    assert 'Warning' not in p.stderr, p.stderr[-2000:] # a user's first line is the tool's: no deprecation warning from importing fastai
     df = pd.read_csv(out/'results.csv')
     assert list(df.columns)==list(bench_columns) and len(df)==2 and df.error.isna().all() and df.vanilla_error.isna().all()
     assert (df.rounds==2).all() and df.speedup[0]==1 and df.optimizer.str.contains('AdamW').all()
@@ -257,17 +258,7 @@ def test_nproc_scaling(tmp_path):
     assert abs(r.scaling_efficiency - r.global_samples_per_sec/(2*r.single_samples_per_sec)) < 1e-9
     b = df.set_index('model').loc['ddpmodels:ddp_broken']  # the DDP run failed: an error row, the single-process loops still measured
     assert 'forced DDP failure' in b.ddp_error and pd.isna(b.global_samples_per_sec) and b.samples_per_sec>0
-    assert 'scaling' in p.stdout and 'forced DDP failure' in p.stdout
-    p = run_cli(*args, cwd=tmp_path)  # resume: both rows are done, nothing runs again
-    assert p.returncode==0, p.stderr[-3000:]
-    df2 = pd.read_csv(out/'results.csv')
-    assert len(df2)==2 and (df2.global_samples_per_sec.fillna(-1)==df.global_samples_per_sec.fillna(-1)).all()
-
-def test_first_line_is_the_tools_own():
-    "No deprecation warning from importing fastai (its `torch.jit.script` decorators) opens the command's output"
-    for exe in ('fastperf-bench', 'fastperf-parity'):
-        p = subprocess.run([shutil.which(exe), '--help'], capture_output=True, text=True, timeout=300)
-        assert p.returncode==0 and 'Warning' not in p.stderr and p.stdout.startswith('usage:'), (exe, p.stderr[-2000:])
+    assert 'scaling' in p.stdout and 'forced DDP failure' in p.stdout # (resuming: test_interrupt)
 
 def test_version():
     "Each command says its version (`--version`), and fastperf-parity's every option has help text"

@@ -48,22 +48,16 @@ def test_duplicate_wheels_stop_the_install(tmp_path):
     r = _check(tmp_path/'out', '--cpu', '--only', 'install', '--wheels', w, '--work', tmp_path/'work')
     assert r.returncode==1 and 'two versions of fastcore' in r.stdout
 
-def test_workflows_step(tmp_path):
-    "The workflow suite as a step of its own, its pytest line in the summary: on a CPU one session (the `tasks` one unless FASTPERF_WORKFLOWS names others; here the shortest, CI runs them all)"
+def test_zoo_and_workflows_steps(tmp_path):
+    "The steps that run only when asked, in one call: the task zoo, one process per task, its tables joined into a top-level zoo.csv; "
+    "the workflow suite, its pytest line in the summary (on a CPU one session: the `tasks` one unless FASTPERF_WORKFLOWS names others; here the shortest)"
     out = tmp_path/'out'
-    r = _check(out, '--cpu', '--only', 'workflows', '--work', tmp_path/'work', FASTPERF_WORKFLOWS='lm_collab')
-    st = {s['step']:s for s in json.loads((out/'summary.json').read_text())['steps']}
-    assert r.returncode==0 and st['workflows']['status']=='ok', r.stdout[-3000:]
-    md = (out/'summary.md').read_text()
-    assert '## Workflow suite' in md and '2 passed' in md and 'skipped' in md, md[-1500:]
-
-def test_zoo_step(tmp_path):
-    "The task zoo as a step of its own, one process per task, the tables joined, a top-level zoo.csv and the summary's section"
-    out = tmp_path/'out'
-    r = _check(out, '--cpu', '--only', 'zoo', '--zoo-args=--tasks tabular digits_cnn --rounds 1 --no-infer --threads 1', '--work', tmp_path/'work')
+    r = _check(out, '--cpu', '--only', 'zoo', 'workflows', '--zoo-args=--tasks tabular digits_cnn --rounds 1 --no-infer --threads 1',
+               '--work', tmp_path/'work', FASTPERF_WORKFLOWS='lm_collab')
     js = json.loads((out/'summary.json').read_text())
     zs = [s for s in js['steps'] if s['step']=='zoo']
     assert r.returncode==0 and [(s['notebook'], s['status']) for s in zs]==[('tabular', 'ok'), ('digits_cnn', 'ok')], r.stdout[-3000:]
+    assert {s['step']:s['status'] for s in js['steps']}['workflows']=='ok', r.stdout[-3000:]
     rows = (out/'zoo.csv').read_text().splitlines()
     assert rows[0].startswith('task,') and {l.split(',')[0] for l in rows[1:]}=={'tabular', 'digits_cnn'}
     md = (out/'summary.md').read_text()
@@ -71,6 +65,7 @@ def test_zoo_step(tmp_path):
     from fastperf.rules import precision_rule
     conv = precision_rule(torch.device('cpu'), True) # the CNN's precision is this CPU's rule: bf16 where it has bf16 arithmetic (avx512_bf16/AMX), else fp32
     assert '## Task zoo' in md and 'ok losses tabular (fp32)' in md and f'ok losses digits_cnn ({conv})' in md, md[-2000:]
+    assert '## Workflow suite' in md and '2 passed' in md and 'skipped' in md, md[-1500:]
 
 def test_bad_arguments():
     r = _check('--limit', 'turbo=3')

@@ -20,9 +20,17 @@ def test_images_cli(tmp_path):
 @pytest.mark.parametrize('args,msg', [(['--epochs','1'], '--epochs must be >= 2'), (['--workers','-1'], '--workers must be >= 0'),
                                       (['--folder','/nonexistent'], 'no train/ folder')]
                          + ([(['--decode-device','cuda'], 'torch sees no CUDA device')] if not __import__('torch').cuda.is_available() else []))
-def test_images_bad_arguments(tmp_path, args, msg):
-    "Bad input: one error line, exit code 2, nothing written"
+def test_images_bad_arguments(tmp_path, args, msg, capsys):
+    "Bad input: one error line, exit code 2, nothing written (checked in this process; the installed command once, below)"
+    from fastperf.measure.images import main
     out = tmp_path/'never'
-    r = subprocess.run(['fastperf-images', *args, '--out', str(out)], capture_output=True, text=True, timeout=120)
-    assert r.returncode==2 and msg in r.stderr and 'Traceback' not in r.stderr, r.stderr
+    with pytest.raises(SystemExit) as e: main([*args, '--out', str(out)])
+    err = capsys.readouterr().err
+    assert e.value.code==2 and msg in err and 'Traceback' not in err, err
     assert not out.exists()
+
+def test_images_bad_argument_installed(tmp_path):
+    "The installed command answers a bad argument with its one error line and exit code 2"
+    r = subprocess.run(['fastperf-images', '--epochs', '1', '--out', str(tmp_path/'never')], capture_output=True, text=True, timeout=120)
+    assert r.returncode==2 and '--epochs must be >= 2' in r.stderr and 'Traceback' not in r.stderr, r.stderr
+    assert not (tmp_path/'never').exists()

@@ -23,9 +23,12 @@ CONFIGS = ['plain', 'all', 'to_fastperf', 'cast', 'channelslast', 'cudnn', 'amp'
 # callbacks that stand aside where there is no CUDA device (they say so once): alone, their sessions would be `plain`'s again;
 # on a CPU the `all` and `tabular` sessions carry them, on a GPU (tools/gpu_check.sh) each runs alone too
 CUDA_ONLY = {'cudnn': 'CudnnBenchmark', 'syncdebug': 'SyncDebug', 'nosync': 'NoSyncLoss'}
+# on a CPU each of these callbacks is tested in the `all` session (every entry point, with the others) and alone in its notebook;
+# a session of its own runs on a GPU, where they meet CUDA's code paths
+IN_ALL = {'cast': 'CastToTensor', 'channelslast': 'ChannelsLast', 'amp': 'AutoMixedPrecision', 'timer': 'ThroughputTimer', 'profiler': 'Profiler'}
 import torch
 RUN = [c for c in CONFIGS if c in os.environ['FASTPERF_WORKFLOWS'].split(',')] if os.environ.get('FASTPERF_WORKFLOWS') else [
-       c for c in CONFIGS if torch.cuda.is_available() or c not in CUDA_ONLY]
+       c for c in CONFIGS if torch.cuda.is_available() or (c not in CUDA_ONLY and c not in IN_ALL)]
 XFAIL = {} # config -> reason, for bugs in modules this suite's authors do not own (none open now)
 
 def write_images(root, n_train=30, n_valid=10, size=32, seed=0):
@@ -60,6 +63,7 @@ def sessions(tmp_path_factory):
 
 def _ok(sessions, cfg):
     if cfg in CUDA_ONLY and cfg not in sessions and not torch.cuda.is_available(): pytest.skip(f"{CUDA_ONLY[cfg]} stands aside without CUDA (the `all` session has it here)")
+    if cfg in IN_ALL and cfg not in sessions and not torch.cuda.is_available(): pytest.skip(f"{IN_ALL[cfg]}: on a CPU in the `all` session (alone on a GPU)")
     if cfg not in sessions: pytest.skip(f"{cfg}: not in FASTPERF_WORKFLOWS")
     r = sessions[cfg]
     assert r['rc']==0 and r['res'] is not None, r['log']

@@ -43,9 +43,17 @@ def test_zoo_cli_no_train(tmp_path):
 @pytest.mark.parametrize('args,msg', [(['--tasks','nope'], 'unknown task(s) nope'), (['--rounds','0'], '--rounds must be >= 1'),
                                       (['--threads','0'], '--threads must be >= 1'),
                                       (['--tasks','lm','--no-train'], 'nothing to time: without training')])
-def test_zoo_bad_arguments(tmp_path, args, msg):
-    "Bad input: one error line, exit code 2, nothing written"
+def test_zoo_bad_arguments(tmp_path, args, msg, capsys):
+    "Bad input: one error line, exit code 2, nothing written (checked in this process; the installed command once, below)"
+    from fastperf.measure.zoo import main
     out = tmp_path/'never'
-    r = subprocess.run(['fastperf-zoo', *args, '--out', str(out)], capture_output=True, text=True, timeout=120)
-    assert r.returncode==2 and msg in r.stderr and 'Traceback' not in r.stderr, r.stderr
+    with pytest.raises(SystemExit) as e: main([*args, '--out', str(out)])
+    err = capsys.readouterr().err
+    assert e.value.code==2 and msg in err and 'Traceback' not in err, err
     assert not out.exists()
+
+def test_zoo_bad_argument_installed(tmp_path):
+    "The installed command answers a bad argument with its one error line and exit code 2"
+    r = subprocess.run(['fastperf-zoo', '--rounds', '0', '--out', str(tmp_path/'never')], capture_output=True, text=True, timeout=120)
+    assert r.returncode==2 and '--rounds must be >= 1' in r.stderr and 'Traceback' not in r.stderr, r.stderr
+    assert not (tmp_path/'never').exists()
