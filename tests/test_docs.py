@@ -1,5 +1,5 @@
 "The documentation builds offline from the notebooks and renders in headless Chromium."
-import os, shutil, subprocess, sys
+import os, re, shutil, subprocess, sys
 from pathlib import Path
 import pytest
 
@@ -28,6 +28,13 @@ def test_pages_built(site):
     for page in names:  # training tables as a terminal leaves them: no progress-bar redraws, no fastprogress markers
         assert '█' not in (site/page).read_text(), f"progress-bar text on {page}"
     assert 'epoch     train_loss' in (site/'index.html').read_text()
+    for page in names: # no warning fastai's code raises about ours, no traceback, nothing documented twice
+        text = (site/page).read_text()
+        assert 'You are shadowing' not in text and 'Traceback (most recent call last)' not in text, page
+        heads = [re.sub(r'<[^>]+>|¶', '', h).strip() for h in re.findall(r'<h3[^>]*>(.*?)</h3>', text, re.S)]
+        assert len(heads)==len(set(heads)), (page, sorted(h for h in heads if heads.count(h)>1))
+    cast = re.sub(r'<[^>]+>', '', (site/'cast.html').read_text()) # a class's signature says class, a function's def
+    assert 'class CastToTensor(' in cast and 'def cast_to_tensor(' in cast and 'def CastToTensor(' not in cast
 
 def test_terminal_text():
     sys.path.insert(0, str(ROOT/'tools'))

@@ -16,6 +16,8 @@ from nbconvert import HTMLExporter, MarkdownExporter
 from nbdev.config import get_config
 from nbdev.serve import proc_nbs
 
+ROOT = Path(__file__).resolve().parent.parent
+
 _css = """<style>
 .fp-nav{position:sticky;top:0;z-index:10;background:#1f2937;padding:.55em 1em;font-family:system-ui,sans-serif}
 .fp-nav a{color:#e5e7eb;margin-right:1.1em;text-decoration:none;font-size:.95em}
@@ -49,9 +51,20 @@ def _clean(nb):
                 if not o['text'].strip(): continue
             outs.append(o)
             md = o.get('data', {}).get('text/markdown')
-            if md: o['data']['text/markdown'] = _re_qlink.sub(r'<a href="\2" target="_blank" style="\3">\1</a>', md)
+            if md: o['data']['text/markdown'] = _re_qlink.sub(r'<a href="\2" target="_blank" style="\3">\1</a>', _as_class(md))
         if 'outputs' in c: c.outputs = outs
     return nb
+
+_re_src = re.compile(r'/blob/[^/]+/(fastperf/[\w/]+\.py)#L(\d+)')
+
+def _as_class(md:str)->str:
+    "A `show_doc` of a class with `class Name(` where fastcore's signature says `def Name(` (found from the source line it links to)"
+    m = _re_src.search(md)
+    if not m or not (f := ROOT/m.group(1)).exists(): return md
+    lines = f.read_text().splitlines()[int(m.group(2))-1:]
+    first = next((l for l in lines if not l.lstrip().startswith('@')), '')
+    if not (k := re.match(r'\s*class (\w+)', first)): return md
+    return re.sub(rf'^def {k.group(1)}\(', f'class {k.group(1)}(', md, count=1, flags=re.M)
 
 # A third-party import warning that says nothing about fastperf (torchvision/fastai importing torch.jit.script)
 _re_noise = re.compile(r'^\S+\.py:\d+: FutureWarning: `torch\.jit\.script` is deprecated.*\n\s+warnings\.warn\(.*$\n?', re.M)
