@@ -15,7 +15,7 @@ from .cudnn import CudnnBenchmark
 from .precision import AutoMixedPrecision
 from .compiler import Compile, InferenceMode
 from .timer import ThroughputTimer, combine_reports, straggler
-from .pipeline import TuneWorkers, tune_workers, uint8_batches
+from .pipeline import TuneWorkers, tune_workers
 from .copies import lean_pipelines, unlean_pipelines
 from .images import fast_images, slow_images
 from .optim import fast_opt
@@ -29,5 +29,5 @@ import fastperf.tune # `Learner.tune_fastperf`
 __all__ = ['CastToTensor', 'ChannelsLast', 'CudnnBenchmark', 'AutoMixedPrecision', 'Compile', 'NoSyncLoss', 'TuneWorkers',
            'ThroughputTimer', 'SyncDebug', 'Profiler', 'count_syncs', 'recommended_cbs',
            'InferenceMode', 'FastInference', 'Predictor',
-           'uint8_batches', 'lean_pipelines', 'unlean_pipelines', 'fast_images', 'slow_images', 'tune_workers', 'cast_to_tensor',
+           'lean_pipelines', 'unlean_pipelines', 'fast_images', 'slow_images', 'tune_workers', 'cast_to_tensor',
            'fast_opt', 'distributed_report', 'is_rank0', 'combine_reports', 'straggler']

@@ -6,12 +6,11 @@ Docs: https://fastperf.github.io/fastperf/inference.html.md"""
 
 # %% ../nbs/12_inference.ipynb #dc42b4ee
 from __future__ import annotations
-import functools, warnings, queue, threading, contextlib, sys
+import functools, warnings, contextlib, sys
 import fastai
 import numpy as np, pandas as pd
 import torch
 from fastcore.basics import *
-from fastcore.basics import GetAttr
 from fastai.learner import Learner, Recorder, AvgLoss, AvgMetric
 from fastai.callback.core import GatherPredsCallback
 from fastai.torch_core import to_device, to_float
@@ -67,34 +66,6 @@ def inference_settings(learn:Learner,
     return dict(device=dev, precision=prec, channels_last=cl, why_precision=why_p, why_channels_last=why_c)
 
 # %% ../nbs/12_inference.ipynb #0ffba3d1
-class _Prefetch(GetAttr):
-    "`dl`'s batches made `depth` ahead in a background thread: the per-item transforms, collation and batch transforms of the next batches run while the model computes this one (torch releases the GIL), in the same order, so the same predictions"
-    _default = 'dl'
-    def __init__(self, dl, depth:int=2): self.dl,self.depth = dl,depth
-    def __len__(self): return len(self.dl)
-    def __iter__(self):
-        q,stop,end = queue.Queue(self.depth),threading.Event(),object()
-        def put(x):
-            while not stop.is_set():
-                try: q.put(x, timeout=0.05); return True
-                except queue.Full: pass
-            return False
-        def work():
-            try:
-                for b in self.dl:
-                    if not put((None, b)): return
-                put((None, end))
-            except BaseException as e: put((e, None))
-        t = threading.Thread(target=work, daemon=True, name='fastperf-prefetch')
-        t.start()
-        try:
-            while True:
-                e,b = q.get()
-                if e is not None: raise e
-                if b is end: return
-                yield b
-        finally: stop.set(); t.join()
-
 def _cl_ok(learn, xb)->bool:
     "Whether `learn.model` runs on channels-last inputs like `xb`: checked once per model on its first batch (`channels_last_error`); if it fails, the fast inference settings drop channels-last and the model's weights go back to their format, with a warning"
     m = learn.model
@@ -130,7 +101,6 @@ class FastInference(RestoringCallback):
                  channels_last:bool=False, # Convert 4D/5D inputs to channels-last
                  precision:str='fp32', # 'fp32', 'bf16' or 'fp16' autocast around each batch's forward
                  num_workers:int|None=None, # DataLoader workers for the inference loop (None: the loader's own)
-                 prefetch:bool=False, # Make the next batches in a background thread when the loader has no workers
                  lean:bool=True, # Lean item and batch pipelines (`lean_pipelines`) in loops of more than one batch: the same batches, less Python per item
                  images:bool=True, # Image files decoded by torchvision and cropped on `uint8` tensors in those loops (`fast_images`): fastai's crops, pixels within a level or two
                  defer:bool=False, # Keep the gathered predictions, targets and loss totals on the device until the loop ends (see below)
@@ -152,9 +122,6 @@ class FastInference(RestoringCallback):
             self._lean = lean_pipelines(self.learn.dl, cache=False) # an inference loop starts no item cache (it may read its items once) ...
             hold_item_cache(self.learn.dl.dataset, self, create=False) # ... but reads and holds one that training started
         if self.images and fl is not None and len(self.learn.dl)>1: self._images = fast_images(self.learn.dl)
-        if self.prefetch and fl is not None and fl.num_workers==0 and len(self.learn.dl)>1:
-            self._dl = self.learn.dl
-            self.learn.dl = _Prefetch(self._dl)
         if self.defer: self._start_defer()
         g = [c for c in self.learn.cbs if type(c) is GatherPredsCallback]
         self._noloss = self.skip_loss and len(g)==1 and not g[0].with_loss # a `get_preds` that returns no loss
@@ -200,8 +167,6 @@ class FastInference(RestoringCallback):
         self._leave_autocast()
         fl,nw = self.__dict__.pop('_workers', (None, None))
         if fl is not None: fl.num_workers = nw
-        dl = self.__dict__.pop('_dl', None)
-        if dl is not None and isinstance(self.learn.dl, _Prefetch): self.learn.dl = dl
         slow_images(self.__dict__.pop('_images', []))
         unlean_pipelines(self.__dict__.pop('_lean', []))
         for c in self.__dict__.pop('_deferred', []): c.__dict__.pop('after_batch', None)
@@ -246,7 +211,6 @@ def to_fast_inference(self:Learner,
                       compile:bool=False, # Also compile the model (`Compile`) for inference loops
                       inference_mode:bool=True, # `torch.inference_mode` instead of `no_grad` (the `InferenceMode` callback; not for models with `reset`)
                       workers:int|bool|None=None, # DataLoader workers in inference loops; None: the rule (0 on a CPU of <= 4 cores); False: keep the loader's
-                      prefetch:bool=False, # In loops without DataLoader workers, make the next batches in a background thread while the model runs (slower on a 2-core CPU, where the thread takes a core from the model)
                       lean:bool=True, # Lean item and batch pipelines in inference loops (`lean_pipelines`): the same batches, less Python per item
                       images:bool=True, # Image files decoded by torchvision and cropped on `uint8` tensors in inference loops (`fast_images`): fastai's crops, pixels within a level or two of PIL's resize
                       defer:bool=False, # Keep gathered predictions on the device until the loop ends (on a GPU, no wait per batch for the outputs; see `FastInference`)
@@ -258,7 +222,7 @@ def to_fast_inference(self:Learner,
     s = inference_settings(self, channels_last, precision, who='to_fast_inference')
     nw,why_w = _inference_workers(s['device'], workers)
     want = dict(device=s['device'], precision=s['precision'], channels_last=s['channels_last'], compile=bool(compile), inference_mode=bool(inference_mode),
-                workers=nw, prefetch=bool(prefetch), lean=bool(lean), images=bool(images), defer=bool(defer), skip_loss=bool(skip_loss))
+                workers=nw, lean=bool(lean), images=bool(images), defer=bool(defer), skip_loss=bool(skip_loss))
     cur = self.__dict__.get('_fast_inference')
     if cur is not None:
         if all(cur.get(k)==v for k,v in want.items()):
@@ -272,10 +236,9 @@ def to_fast_inference(self:Learner,
     if s['channels_last']:
         fi['formats'] = param_formats(self.model)
         model_to_channels_last(self.model)
-    cb = FastInference(channels_last=s['channels_last'], precision=s['precision'], num_workers=nw, prefetch=bool(prefetch), lean=bool(lean), images=bool(images), defer=bool(defer),
+    cb = FastInference(channels_last=s['channels_last'], precision=s['precision'], num_workers=nw, lean=bool(lean), images=bool(images), defer=bool(defer),
                        skip_loss=bool(skip_loss))
     lines.append(f"workers      {'kept' if nw is None else f'num_workers={nw}'}: {why_w}")
-    if prefetch: lines.append("prefetch     on where the loop has no workers: the next batches are made in a thread while the model runs")
     lines.append("pipelines    " + ("lean in loops of more than one batch: transforms with nothing to do skipped, the rest dispatched with less Python (the same batches)" if lean else "fastai's (lean=False)"))
     if images: lines.append("images       files of fastai's image pipelines decoded by torchvision, cropped and resized as `uint8` tensors (fastai's crops; pixels within a level or two of PIL's)")
     if defer: lines.append("gathering    on the device until the loop ends (defer=True): no wait per batch for the outputs")

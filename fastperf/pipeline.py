@@ -1,4 +1,4 @@
-"""Feeding the model: DataLoader workers tuned by measurement, and images that travel to the device as `uint8`.
+"""Feeding the model: DataLoader workers tuned by measurement.
 
 Docs: https://fastperf.github.io/fastperf/pipeline.html.md"""
 
@@ -14,9 +14,7 @@ from fastcore.meta import delegates
 from fastai.learner import Learner
 from fastai.callback.core import Callback
 from fastai.data.core import DataLoaders
-from fastai.data.transforms import IntToFloatTensor, Normalize
-from fastai.torch_core import TensorImage
-from fasttransform import Transform, Pipeline
+from fastai.data.transforms import Normalize
 from .core import model_device, device_sync, RNGState, loaders_of
 
 # ## Tuning DataLoader workers
@@ -32,8 +30,7 @@ from .core import model_device, device_sync, RNGState, loaders_of
 # `pin_memory` is tried only when the batches go to a GPU (it does nothing for a CPU). `persistent_workers` is not offered: fastai's `DataLoader` builds a new worker pool in every `__iter__`, so the option does not keep workers alive between epochs.
 
 # %% auto #0
-__all__ = ['host_items', 'set_loader', 'loader_state', 'restore_loaders', 'tune_workers', 'TuneWorkers', 'tensor_bytes',
-           'ToUint8', 'uint8_batches']
+__all__ = ['host_items', 'set_loader', 'loader_state', 'restore_loaders', 'tune_workers', 'TuneWorkers', 'tensor_bytes']
 
 # %% ../nbs/10_pipeline.ipynb #53462670
 def _split_batch(learn, b):
@@ -75,7 +72,7 @@ def set_loader(dls, num_workers=None, pin_memory=None):
         if pin_memory is not None and (not pin_memory or host_items(dl)): dl.pin_memory = dl.fake_l.pin_memory = pin_memory
 
 def loader_state(dls)->list:
-    "What `to_fastperf` and the tuner may change on each loader of `dls`: workers, pinning, the item and batch pipelines (and `Normalize`'s statistics, which `uint8_batches` moves to the device)"
+    "What `to_fastperf` and the tuner may change on each loader of `dls`: workers, pinning, the item and batch pipelines (and `Normalize`'s statistics, which a loader's `to` moves)"
     res = []
     for dl in dls.loaders:
         norms = [(t, t.mean, t.std) for t in list(dl.after_item.fs)+list(dl.after_batch.fs) if isinstance(t, Normalize)]
@@ -185,47 +182,3 @@ class TuneWorkers(Callback):
 
 # %% ../nbs/10_pipeline.ipynb #fe90fbd1
 def tensor_bytes(b)->int: return sum(t.nelement()*t.element_size() for t in _tensors(b)) # what the tensors of batch `b` hold
-
-# %% ../nbs/10_pipeline.ipynb #f0fe01ec
-class ToUint8(Transform):
-    "Quantize a float `TensorImage` in [0,1] to `uint8` (exact for images that were `uint8`/255)"
-    order = 100 # after every other item transform
-    def encodes(self, x:TensorImage):
-        if x.is_floating_point():
-            lo,hi = x.min().item(),x.max().item()
-            if lo<0 or hi>1: raise ValueError(f"ToUint8: float image values must be in [0,1] to travel as uint8, got [{lo:.3g},{hi:.3g}]; "
-                                              "normalize on the device (a batch transform) instead of per item")
-            return TensorImage(x.mul(255).round_().to(torch.uint8))
-        return x
-
-# %% ../nbs/10_pipeline.ipynb #bd5966a7
-def _is_int2float(t): return isinstance(t, IntToFloatTensor)
-
-def _uint8_valued(x)->bool:
-    "Whether the float image `x` holds values `k/255` in [0,1] (an 8-bit image divided by 255): those travel as `uint8` exactly"
-    y = x.float()*255
-    return bool(x.min()>=0 and x.max()<=1 and (y-y.round()).abs().max()<1e-3)
-
-def _images(dl, n:int=3)->list:
-    "The `TensorImage`s of `dl`'s first `n` items"
-    with RNGState([dl]): xs = [dl.do_item(i) for i in range(min(n, len(dl.dataset)))] # random item transforms: the seeded sequence is the user's
-    return [o for x in xs for o in (x if isinstance(x, tuple) else (x,)) if isinstance(o, TensorImage)]
-
-def uint8_batches(dls:DataLoaders, # DataLoaders whose item pipeline may produce float images
-                 )->DataLoaders:
-    "Make `dls` send `uint8` images to the device and convert and normalize them there (modifies and returns `dls`)"
-    for dl in dls.loaders:
-        fs = list(dl.after_item.fs)
-        k = len(fs)
-        while k and (_is_int2float(fs[k-1]) or isinstance(fs[k-1], Normalize)): k -= 1
-        moved = fs[k:] # only the conversions no item transform runs after: a later one may need their floats
-        if moved: dl.after_item = Pipeline(fs[:k])
-        imgs = _images(dl)
-        if imgs and all(o.is_floating_point() and _uint8_valued(o) for o in imgs): # float images made from 8-bit ones: other floats stay as they are
-            dl.after_item = Pipeline(list(dl.after_item.fs)+[ToUint8()])
-            if not any(map(_is_int2float, moved)): moved.append(IntToFloatTensor())
-        if any(map(_is_int2float, dl.after_batch.fs)): moved = [t for t in moved if not _is_int2float(t)]
-        if moved:
-            dl.after_batch = Pipeline(list(dl.after_batch.fs)+moved)
-            dl.to(dl.device)
-    return dls

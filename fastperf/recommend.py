@@ -18,7 +18,7 @@ from .rules import learner_device, has_conv, conv_model, cpu_has_bf16, precision
 from .channelslast import ChannelsLast, param_formats, restore_formats
 from .cudnn import CudnnBenchmark
 from .precision import AutoMixedPrecision, cb_precision
-from .pipeline import uint8_batches, set_loader, loader_state, restore_loaders
+from .pipeline import set_loader, loader_state, restore_loaders
 from .images import fast_images, slow_images
 from .optim import is_torch_opt, swap_opt
 from .profile import NoSyncLoss
@@ -139,15 +139,13 @@ def to_fastperf(self:Learner,
                 channels_last:bool|None=None, # None: the rule (conv models; on CPU together with bf16); True/False: forced
                 opt:bool=True, # Swap fastai's `Adam`/`SGD` for `TorchOptimizer` where the update is the same
                 workers:int|bool|None=None, # None: the rule (0 workers on a CPU with <=4 cores; pinned memory on CUDA); an int: that many; False: leave the loaders alone
-                uint8:bool|None=None, # Send image batches to the device as uint8 and convert/normalize them there (`uint8_batches`); None: on CUDA
                 lean:bool=True, # Item and batch pipelines that skip the transforms with nothing to do and dispatch the rest with less Python (`lean_pipelines`): the same batches
                 images:bool=True, # Image folders decoded by torchvision and cropped on `uint8` tensors (`fast_images`): fastai's crops, pixels within a level or two of PIL's resize
                 nosync:bool=False, # Add `NoSyncLoss`: fastai's smooth loss stays on the GPU, so no step waits for the host (CUDA; off until measured on a GPU)
                ):
     "Make the whole training loop fast: fastperf's callbacks, the optimizer and the DataLoader, chosen for `self`'s device and model; `undo_fastperf` reverts it"
     norm_precision(precision, 'to_fastperf'); check_workers(workers, 'to_fastperf') # before anything changes
-    for n,v in dict(channels_last=channels_last, compile=compile, verbose=verbose, opt=opt, uint8=uint8, lean=lean, images=images, nosync=nosync).items(): check_flag(v, n, 'to_fastperf')
-    if uint8 is None: uint8 = learner_device(self).type=='cuda'
+    for n,v in dict(channels_last=channels_last, compile=compile, verbose=verbose, opt=opt, lean=lean, images=images, nosync=nosync).items(): check_flag(v, n, 'to_fastperf')
     dev = learner_device(self)
     u = _undo_record(self)
     lines = []
@@ -184,12 +182,6 @@ def to_fastperf(self:Learner,
             set_loader(self.dls, nw, pin)
             after = [(dl.fake_l.num_workers, dl.pin_memory) for dl in self.dls.loaders]
             lines.append(f"{'changed' if after!=before else 'kept  '} DataLoader: {why}")
-    if uint8:
-        pipes = lambda: [(id(dl.after_item),id(dl.after_batch)) for dl in self.dls.loaders]
-        before = pipes()
-        uint8_batches(self.dls)
-        if pipes()!=before:
-            lines.append("changed DataLoader: images travel as uint8, converted to float and normalized on the device")
     if lean:
         done = lean_pipelines(self.dls)
         u.setdefault('lean', []).extend(done)

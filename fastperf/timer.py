@@ -596,7 +596,7 @@ def verdict_advice(report:pd.DataFrame, # Phase table as `StepRecorder.report()`
         elif images=='fastperf' and num_workers not in (0,'?'): msgs[-1] += (" fastperf's image pipeline is on, but its decoded images kept in RAM die with "
                                           "fastai's workers at each epoch's end: `fast_images(learn.dls, cache_dir=...)` keeps them on disk, for the workers too.")
         if cuda:
-            todo = ([] if uint8 else ["send uint8 and convert on the device (fastperf's `uint8_batches`)"]) + ([] if pin_memory else ["use pin_memory=True"])
+            todo = ([] if uint8 else ["send uint8 and convert on the device (fastai's `IntToFloatTensor` as a batch transform)"]) + ([] if pin_memory else ["use pin_memory=True"])
             if todo: msgs[-1] += f" The copy to the GPU is part of this phase: {', and '.join(todo)}."
     if sh['rest']>=threshold:
         names = f" Callbacks with per-step work in this fit: {', '.join(step_cbs)}." if step_cbs else ""

@@ -18,7 +18,7 @@ from .core import device_name, device_sync, RNGState, no_bar
 from .measure.clock import measure_fit, interleave
 from .rules import learner_device, has_conv, conv_model, cpu_has_bf16, precision_rule, channels_last_rule, worker_rule, check_flag
 from .optim import fastai_opt_kind, is_torch_opt
-from .pipeline import uint8_batches, set_loader, loader_state, restore_loaders
+from .pipeline import set_loader, loader_state, restore_loaders
 from .copies import lean_pipelines, unlean_pipelines
 import fastperf.recommend # Learner.to_fastperf, Learner.undo_fastperf
 import fastperf.inference # Learner.to_fast_inference, Learner.undo_fast_inference
@@ -152,7 +152,7 @@ def _trial_learner(learn, cand):
                 cbs=[copy(c) for c in learn.cbs if type(c).__name__ in _MODEL_CBS and type(c).__module__.startswith('fastai.')])
     if cand is not None:
         t.to_fastperf(compile=cand['compile'], precision=cand['precision'], channels_last=cand['channels_last'], opt=cand['opt'],
-                      nosync=cand.get('nosync', False), workers=False, uint8=False, lean=False, verbose=False) # the loaders are the user's: changed per trial only
+                      nosync=cand.get('nosync', False), workers=False, lean=False, verbose=False) # the loaders are the user's: changed per trial only
     return t
 
 def _measure_trial(t, cand, steps, warmup):
@@ -161,7 +161,6 @@ def _measure_trial(t, cand, steps, warmup):
     try:
         if cand is not None:
             set_loader(t.dls, cand['workers'], True if learner_device(t).type=='cuda' else None)
-            uint8_batches(t.dls)
             lean = lean_pipelines(t.dls)
         t0 = time.perf_counter()
         with no_bar(t), t.no_logging(): r = measure_fit(t, steps=steps, warmup=warmup)

@@ -117,6 +117,12 @@ def test_cli_to_file_interleaved(tmp_path):
     assert len(head)==1 and lines[head[0]].lstrip().startswith('model')  # the header on its own line
     table = lines[head[0]:head[0]+3]
     assert not any(re.search(r'\de[+-]?\d', l) for l in table) and 'Optimizer: torch AdamW' in p.stdout
+    assert (out/'throughput.png').exists() and (out/'interactions.png').exists() and runs[0]['measured']==2
+    p = run_cli('--models', 'small_cnn', '--features', 'channels_last', *TINY, '--out', out, '--no-plots') # the same command again: nothing to measure
+    assert p.returncode==0, p.stderr[-3000:]
+    runs2 = json.loads((out/'results.json').read_text())['runs'] # the first run's record stays; the second measured nothing
+    assert len(runs2)==2 and runs2[0]==runs[0] and runs2[1]['schedule']==[] and runs2[1]['measured']==0
+    assert pd.read_csv(out/'results.csv').samples_per_sec.tolist()==df.samples_per_sec.tolist()
     # (resuming, a finished configuration kept and the missing one measured in a new run: test_interrupt)
 
 USER_MODELS = '''

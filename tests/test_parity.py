@@ -15,7 +15,7 @@ def _run(tmp_path, *args):
     return r,out
 
 def test_parity_cli_tiny(tmp_path):
-    r,out = _run(tmp_path, '--no-lightning')
+    r,out = _run(tmp_path, '--no-lightning', '--sync-free', 'on') # (the sync-free rows forced on the CPU)
     assert r.returncode==0, r.stdout[-3000:]+r.stderr[-3000:]
     assert 'Warning' not in r.stderr, r.stderr[-2000:] # a user's first line is the tool's: no deprecation warning from importing fastai
     assert sorted(p.name for p in out.iterdir())==['parity.csv', 'parity.json', 'parity_losses.csv']
@@ -30,15 +30,17 @@ def test_parity_cli_tiny(tmp_path):
     f = tr.loc['fastai + to_fastperf()']
     assert f['plain twin'].startswith('plain PyTorch') and 0.05 < f['vs plain (same features)'] < 20
     assert set(df[df.phase=='infer']['loop']) >= {'get_preds, fastai defaults', 'plain eval loop (fp32)'}
+    assert {'fastai + to_fastperf() + NoSyncLoss', 'get_preds + to_fast_inference(defer=True)'} <= set(df.loop), df.loop.tolist()
     js = json.loads((out/'parity.json').read_text())
     checks = {c['pair']:c for c in js['loss_checks']}
     c = checks['fastai defaults vs plain PyTorch (fp32)']
     assert c['ok'] and c['steps']==3 and c['tol']==1e-3 and c['max_diff']<=1e-3 and c['first_step_diff']==0
     assert len(c['losses'])==3 and all(l>0 for l in c['losses'])
     assert any(k.startswith('fastai + to_fastperf() vs ') and v['ok'] for k,v in checks.items())
+    assert all(c['ok'] for c in js['loss_checks']), js['loss_checks']
     assert any('Lightning: skipped' in n for n in js['notes'])
     ls = pd.read_csv(out/'parity_losses.csv')
-    assert len(ls)==3*2 and set(ls.columns)=={'pair','step','loss','plain_loss'}
+    assert len(ls)==3*3 and set(ls.columns)=={'pair','step','loss','plain_loss'} # three pairs: defaults, to_fastperf(), with NoSyncLoss
     assert 'ok' in r.stdout and 'wrote' in r.stdout
 
 PBAD = [['--steps','0'], ['--bs','-1'], ['--arch','nosuchnet'], ['--device','tpu'], ['--threads','-1'], ['--size','0'],

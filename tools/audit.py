@@ -77,7 +77,6 @@ OFF = {
 }
 SETUP = { # mechanisms that are arguments of the one call: the second Learner is set up with them off
     'opt': ("TorchOptimizer: fastai's Adam/SGD update in torch's foreach/fused kernels", dict(opt=False)),
-    'uint8': ("uint8_batches: images to the device as uint8", dict(uint8=False)),
     'lean': ("lean_pipelines as a whole (item cache, stacks, tabular, text, language model batches, LeanPipeline)", dict(lean=False)),
 }
 

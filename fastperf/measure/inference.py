@@ -111,7 +111,7 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
         if had is not None: learn.to_fast_inference(channels_last=had['channels_last'], precision=had['precision'], compile=had['compile'],
                                                    inference_mode=had['inference_mode'],
                                                    workers=False if had.get('workers') is None else had['workers'],
-                                                   prefetch=had.get('prefetch', False), lean=had.get('lean', True), defer=had.get('defer', False), verbose=False)
+                                                   lean=had.get('lean', True), defer=had.get('defer', False), verbose=False)
     ref = res['plain loop, same features']
     rows = []
     for k,v in res.items():
