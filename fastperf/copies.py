@@ -6,14 +6,13 @@ Docs: https://fastperf.github.io/fastperf/copies.html.md"""
 
 # %% ../nbs/06b_copies.ipynb #076fb894
 from __future__ import annotations
-import sys, hashlib, inspect, functools, types, warnings, weakref, contextlib
+import sys, hashlib, inspect, functools, types, warnings, weakref
 from collections import namedtuple
 import numpy as np, torch
 from torch import nn
 import fastai
 from fastcore.basics import *
 from fastcore.foundation import L
-from fastcore.meta import delegates
 from fastcore.xtras import ContextManagers, is_listy
 from fastcore.basics import GetAttr as _GetAttr
 from fastai.learner import Learner, Recorder, AvgSmoothLoss, _ConstantFunc, nested_reorder
@@ -26,7 +25,7 @@ from fastai.data.load import DataLoader as _FaDL
 from fastai.data.core import Datasets, TfmdLists, TfmdDL, DataLoaders
 from fastai.torch_core import TensorBase
 from fasttransform import Transform, Pipeline
-from .core import LoopExits, LOOP_CODES, RestoringCallback, with_mixin, learner_class, first_param, fastai_class, float_pred, model_device
+from .core import LoopExits, LOOP_CODES, RestoringCallback, with_mixin, first_param, fastai_class, float_pred
 from .cast import CastToTensor, cast_to_tensor
 from .channelslast import ChannelsLast, as_channels_last
 from .precision import AutoMixedPrecision
@@ -382,7 +381,7 @@ def _fast_get_preds(self, ds_idx=1, dl=None, with_input=False, with_decoded=Fals
     if dl is None: dl = self.dls[ds_idx].new(shuffle=False, drop_last=False)
     else:
         try: len(dl)
-        except TypeError as e:
+        except TypeError:
             raise TypeError(f"`dl` is {type(dl)} and doesn't have len(dl)")
     if isinstance(dl, _FaDL):
         if dl.drop_last: dl = dl.new(shuffle=False, drop_last=False)
@@ -481,14 +480,13 @@ def _lean_infer_batches(learn, fi):
         for c in prog: c('after_batch')
 
 # %% ../nbs/06b_copies.ipynb #0cd6e578
-import os, time, random, numbers, copyreg, types, typing
+import random, copyreg, typing
 from types import MethodType
-from functools import partial
 import pandas as pd
 from torch.utils.data import get_worker_info
 from PIL import Image
 from fastai.data.transforms import IntToFloatTensor, Normalize, Categorize, RegressionSetup
-from fastai.torch_core import TensorImage, TensorCategory, set_seed
+from fastai.torch_core import set_seed
 from fasttransform.cast import retain_types
 import fasttransform.transform as _ft
 from plum._util import Missing as _Missing

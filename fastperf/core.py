@@ -6,7 +6,7 @@ Docs: https://fastperf.github.io/fastperf/core.html.md"""
 
 # %% ../nbs/00_core.ipynb #273db488
 from __future__ import annotations
-import os, sys, platform, contextlib, inspect, functools, random, copyreg
+import os, sys, platform, contextlib, inspect, functools, random
 import numpy as np
 import torch, fastai
 from fastcore.basics import *

@@ -12,7 +12,7 @@ from torch.utils.data import get_worker_info
 import torch
 from fastcore.basics import *
 from fastai.imports import noop
-from fastai.data.core import DataLoaders, Datasets, TfmdLists
+from fastai.data.core import Datasets, TfmdLists
 from fastai.data.load import DataLoader as _FaDataLoader
 from fastai.torch_core import TensorImage, TensorImageBase, TensorMask
 from pathlib import Path

@@ -6,9 +6,8 @@ Docs: https://fastperf.github.io/fastperf/inference.html.md"""
 
 # %% ../nbs/12_inference.ipynb #dc42b4ee
 from __future__ import annotations
-import functools, warnings, contextlib, sys
+import functools, warnings, contextlib
 import fastai
-import numpy as np, pandas as pd
 import torch
 from fastcore.basics import *
 from fastai.learner import Learner, Recorder, AvgLoss, AvgMetric
@@ -27,14 +26,9 @@ from .copies import lean_pipelines, unlean_pipelines, hold_item_cache, release_i
 from .pipeline import tensor_bytes
 from .images import fast_images, slow_images
 from fasttransform import Pipeline
-from fastai.data.transforms import IntToFloatTensor, Normalize, Categorize, RegressionSetup
+from fastai.data.transforms import IntToFloatTensor, Normalize
 from fastai.torch_core import to_cpu, batch_to_samples, apply
 from .precision import AutoMixedPrecision, mixed_precision_cbs, cb_precision
-from .cast import CastToTensor
-from .channelslast import ChannelsLast
-from .cudnn import CudnnBenchmark
-from fastai.callback.core import TrainEvalCallback
-from fastai.learner import CastToTensor as FastaiCastToTensor
 
 # %% auto #0
 __all__ = ['inference_settings', 'FastInference', 'targets_decode_ok', 'decode_targets', 'predict_callbacks', 'Predictor']

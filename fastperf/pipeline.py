@@ -6,14 +6,13 @@ Docs: https://fastperf.github.io/fastperf/pipeline.html.md"""
 
 # %% ../nbs/10_pipeline.ipynb #07195d36
 from __future__ import annotations
-import os, time, statistics, numbers
-import numpy as np, pandas as pd, torch
+import os, time, numbers
+import pandas as pd, torch
 from fastcore.basics import *
 from fastcore.foundation import L
 from fastcore.meta import delegates
 from fastai.learner import Learner
 from fastai.callback.core import Callback
-from fastai.data.core import DataLoaders
 from fastai.data.transforms import Normalize
 from .core import model_device, device_sync, RNGState, loaders_of
 

@@ -199,7 +199,7 @@ def to_fastperf(self:Learner,
     if isinstance(self, FastLoop) and 'to_fastperf' in (self.__dict__.get('_fp_fast') or ()): lines.append("kept   Learner: fast loop already on")
     else:
         lines.append("changed Learner: fast loop (events only to the callbacks that handle them, fastai's losses on plain tensors; the same results)" if copy_ok('loop')
-                     else f"kept   Learner: fastai's loop (this fastai's loop is not the one fastperf's copy was made from)")
+                     else "kept   Learner: fastai's loop (this fastai's loop is not the one fastperf's copy was made from)")
         fast_loop(self)
     lines += [s if s.startswith('kept') else f"skipped {s}" for s in _skipped(self, compile, precision, channels_last)]
     self.fastperf_log = lines

@@ -6,7 +6,7 @@ Docs: https://fastperf.github.io/fastperf/timer.html.md"""
 
 # %% ../nbs/09_timer.ipynb #3485a99a
 from __future__ import annotations
-import os, time, math, json, warnings, re, contextlib
+import os, time, math, json, warnings, re
 from functools import partial
 from pathlib import Path
 from collections import Counter, namedtuple
