@@ -13,7 +13,6 @@ from fastcore.foundation import L
 from fastcore.meta import delegates
 from fastai.learner import Learner
 from fastai.callback.core import Callback
-from fastai.data.transforms import Normalize
 from .core import model_device, device_sync, RNGState, loaders_of
 
 # ## Tuning DataLoader workers
@@ -71,20 +70,15 @@ def set_loader(dls, num_workers=None, pin_memory=None):
         if pin_memory is not None and (not pin_memory or host_items(dl)): dl.pin_memory = dl.fake_l.pin_memory = pin_memory
 
 def loader_state(dls)->list:
-    "What `to_fastperf` and the tuner may change on each loader of `dls`: workers, pinning, the item and batch pipelines (and `Normalize`'s statistics, which a loader's `to` moves)"
-    res = []
-    for dl in dls.loaders:
-        norms = [(t, t.mean, t.std) for t in list(dl.after_item.fs)+list(dl.after_batch.fs) if isinstance(t, Normalize)]
-        res.append((dl, dl.fake_l.num_workers, dl.pin_memory, dl.after_item, dl.after_batch, norms))
-    return res
+    "What `to_fastperf` and the tuner may change on each loader of `dls`: workers, pinning, the item and batch pipelines"
+    return [(dl, dl.fake_l.num_workers, dl.pin_memory, dl.after_item, dl.after_batch) for dl in dls.loaders]
 
 def restore_loaders(state:list):
     "Put back what `loader_state` saved"
-    for dl,nw,pin,ai,ab,norms in state:
+    for dl,nw,pin,ai,ab in state:
         dl.fake_l.num_workers = nw
         dl.pin_memory = dl.fake_l.pin_memory = pin
         dl.after_item,dl.after_batch = ai,ab
-        for t,m,s in norms: t.mean,t.std = m,s
 
 # %% ../nbs/10_pipeline.ipynb #3cc5a408
 def _time_loader(learn, dl, batches, warmup, with_model):

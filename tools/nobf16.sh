@@ -8,4 +8,4 @@
 set -euo pipefail
 [ $# -gt 0 ] || { echo "usage: tools/nobf16.sh COMMAND [ARGS...]" >&2; exit 2; }
 info=$(mktemp); sed -E 's/ (avx512_bf16|amx_bf16)//g' /proc/cpuinfo > "$info"
-exec unshare -m bash -c 'mount --bind "$0" /proc/cpuinfo && ONEDNN_MAX_CPU_ISA=AVX2 exec "$@"' "$info" "$@"
+exec unshare -m bash -c 'mount --bind "$0" /proc/cpuinfo && rm -f "$0" && ONEDNN_MAX_CPU_ISA=AVX2 exec "$@"' "$info" "$@"
