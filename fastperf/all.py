@@ -13,7 +13,7 @@ from .cast import CastToTensor, cast_to_tensor
 from .channelslast import ChannelsLast
 from .cudnn import CudnnBenchmark
 from .precision import AutoMixedPrecision
-from .compiler import Compile, InferenceMode
+from .compiler import Compile
 from .timer import ThroughputTimer, combine_reports, straggler
 from .pipeline import TuneWorkers, tune_workers
 from .copies import lean_pipelines, unlean_pipelines
@@ -28,6 +28,6 @@ import fastperf.tune # `Learner.tune_fastperf`
 # %% ../nbs/99_all.ipynb #9d1837ca
 __all__ = ['CastToTensor', 'ChannelsLast', 'CudnnBenchmark', 'AutoMixedPrecision', 'Compile', 'NoSyncLoss', 'TuneWorkers',
            'ThroughputTimer', 'SyncDebug', 'Profiler', 'count_syncs', 'recommended_cbs',
-           'InferenceMode', 'FastInference', 'Predictor',
+           'FastInference', 'Predictor',
            'lean_pipelines', 'unlean_pipelines', 'fast_images', 'slow_images', 'tune_workers', 'cast_to_tensor',
            'fast_opt', 'distributed_report', 'is_rank0', 'combine_reports', 'straggler']

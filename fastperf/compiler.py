@@ -1,4 +1,4 @@
-"""`Compile`: `torch.compile` as a fastai callback, in place, counted, with an eager fallback; `InferenceMode`: predictions under `torch.inference_mode`.
+"""`Compile`: `torch.compile` as a fastai callback, in place, counted, with an eager fallback.
 
 Docs: https://fastperf.github.io/fastperf/compiler.html.md"""
 
@@ -18,7 +18,7 @@ from .core import *
 from .cast import cast_to_tensor
 
 # %% auto #0
-__all__ = ['Compile', 'compile_kwargs', 'InferenceMode', 'inference_mode_blockers', 'unset_inference_tensors']
+__all__ = ['Compile', 'compile_kwargs']
 
 # %% ../nbs/06_compiler.ipynb #5dd23723
 class Compile(RestoringCallback):
@@ -322,47 +322,3 @@ def explain_compile(self:Learner, **kwargs):
     cb = Compile(explain=True, **kwargs)
     with self.removed_cbs([c for c in self.cbs if isinstance(c, Compile)]), no_bar(self), self.no_logging(): self.fit(1, cbs=cb)
     return cb.explanation
-
-# %% ../nbs/06_compiler.ipynb #b072c94b
-class InferenceMode(RestoringCallback):
-    "Run the batches of `get_preds`, `validate`, `predict` and `tta` outside a fit under `torch.inference_mode` instead of `no_grad`"
-    order = -20 # leaves inference_mode in `after_validate` before fastai's callbacks there concatenate predictions (GatherPredsCallback, 0) and compute metrics (Recorder, 50)
-    _warned = False # (warns once per callback: `to_fast_inference` says it too, and `predict` is a loop per item)
-    def before_validate(self):
-        if self.__dict__.get('_ctx') is not None or self.learn.fitting: return
-        why = inference_mode_blockers(self.learn)
-        if why:
-            if not self._warned: warnings.warn(f"InferenceMode: running under no_grad, not inference_mode, because {'; '.join(why)}")
-            self._warned = True; return
-        self._ctx = torch.inference_mode(); self._ctx.__enter__()
-        self.learn.on_fit_exit(self._finish)
-    def after_validate(self): self._leave()
-    def _leave(self)->bool:
-        ctx = self.__dict__.pop('_ctx', None)
-        if ctx is not None: ctx.__exit__(None, None, None)
-        return ctx is not None
-    def _finish(self):
-        "At the loop's end: leave inference_mode if a batch raised (keeping the grad mode outside it) and give back normal tensors"
-        grad = torch.is_grad_enabled()
-        if self._leave(): torch.set_grad_enabled(grad)
-        unset_inference_tensors(self.learn.model)
-
-# %% ../nbs/06_compiler.ipynb #3dd51b5e
-def inference_mode_blockers(learn:Learner)->list:
-    "Why `learn`'s predictions must run under `no_grad` rather than `inference_mode` (an empty list: it is safe)"
-    why = []
-    if hasattr(learn.model, 'reset'):
-        why.append("the model has a `reset` method: fastai's stateful models (RNNs) keep tensors between batches, and tensors made "
-                   "under inference_mode cannot be used by autograd when training resumes")
-    return why
-
-def unset_inference_tensors(model:nn.Module):
-    "Replace the inference tensors a forward under inference_mode left in parameters, buffers and cached attributes with normal copies"
-    for mod in model.modules():
-        for d in (mod._buffers, mod._parameters):
-            for k,t in d.items():
-                if t is not None and t.is_inference():
-                    d[k] = nn.Parameter(t.clone(), t.requires_grad) if isinstance(t, nn.Parameter) else t.clone()
-        if not type(mod).__module__.startswith('torch.nn'): # a user's module may cache a tensor on its first forward (`self.scale = ...`)
-            d = mod.__dict__
-            for k in [k for k,v in d.items() if isinstance(v, torch.Tensor) and v.is_inference()]: d[k] = d[k].clone()

@@ -30,7 +30,6 @@ from .cast import CastToTensor, cast_to_tensor
 from .channelslast import ChannelsLast, as_channels_last
 from .precision import AutoMixedPrecision
 from .cudnn import CudnnBenchmark
-from .compiler import InferenceMode
 from .rules import autocast_pays
 
 # %% auto #0
@@ -419,7 +418,7 @@ def _known_in_infer(c, fi)->bool:
     if t is type(fi): return c is fi
     if t is GatherPredsCallback: return not c.with_loss and c.save_preds is None and c.save_targs is None # (inputs gathered where its `before_batch` gathers them)
     if t in (TrainEvalCallback, AutoMixedPrecision): return not c.run_valid # (sits out validation batches; `fi` turns mixed precision off in its loops)
-    if t in (Recorder, InferenceMode) or t is fastai_class('fastai.callback.progress', 'ProgressCallback'): return True # (the Recorder's `after_batch` returns at once: `fi` has emptied `yb` for it; the progress bar's is sent)
+    if t is Recorder or t is fastai_class('fastai.callback.progress', 'ProgressCallback'): return True # (the Recorder's `after_batch` returns at once: `fi` has emptied `yb` for it; the progress bar's is sent)
     if t is CastToTensor: return not c._hooks
     if t is fastai_class('fastai.learner', 'CastToTensor'): return True # (its `before_batch` is called)
     if t is ChannelsLast: return not c.active or (c._probe is not c.learn.model and c._hooks is None) # (its first batch's check done, no hooks)
@@ -640,7 +639,7 @@ def _keep(o, ts:list, other:list):
     "Item `o` as the cache keeps it: PIL images as arrays (`_PackedPIL`), tensors as they are (a view too: it shares its base's in-place counter, so a change made through the base is seen); its tensors appended to `ts`, everything else to `other` (call with `_no_tf` on)"
     if isinstance(o, (tuple,list)): return type(o)(_keep(x, ts, other) for x in o)
     if isinstance(o, torch.Tensor):
-        if o.is_inference(): # made in `torch.inference_mode` (a `get_preds`): kept as a normal tensor, which counts its changes
+        if o.is_inference(): # made in `torch.inference_mode` (a `get_preds` run in it): kept as a normal tensor, which counts its changes
             with torch.inference_mode(False): o = o.clone()
         ts.append(o); return o
     if isinstance(o, Image.Image): o = _PackedPIL(o)

@@ -1,4 +1,4 @@
-"""`learn.to_fast_inference()`: `get_preds`, `predict`, `validate` and `tta` with the settings that make inference fast (eval, `inference_mode`, autocast, channels-last, optional compile), and `learn.predictor()` for single items without a DataLoader per call.
+"""`learn.to_fast_inference()`: `get_preds`, `predict`, `validate` and `tta` with the settings that make inference fast (eval, autocast, channels-last, optional compile), and `learn.predictor()` for single items without a DataLoader per call.
 
 Docs: https://fastperf.github.io/fastperf/inference.html.md"""
 
@@ -21,13 +21,13 @@ from .core import model_device, RestoringCallback, fastai_class, float_pred
 from .cast import cast_to_tensor
 from .rules import learner_device, has_conv, conv_model, precision_rule, channels_last_rule, norm_precision, n_cpus, worker_rule, check_flag, check_workers, autocast_pays
 from .channelslast import as_channels_last, model_to_channels_last, channels_last_error, param_formats, restore_formats
-from .compiler import Compile, InferenceMode, inference_mode_blockers, unset_inference_tensors
+from .compiler import Compile
 from .copies import lean_pipelines, unlean_pipelines, hold_item_cache, release_item_caches, type_key, may_apply, may_handle, fast_loop, copy_ok, TabRows, tab_rows_why, is_tabular_learner
 from .pipeline import tensor_bytes
 from .images import fast_images, slow_images
 from fasttransform import Pipeline
 from fastai.data.transforms import IntToFloatTensor, Normalize
-from fastai.torch_core import to_cpu, batch_to_samples, apply
+from fastai.torch_core import to_cpu, batch_to_samples
 from .precision import AutoMixedPrecision, mixed_precision_cbs, cb_precision
 
 # %% auto #0
@@ -203,7 +203,6 @@ def to_fast_inference(self:Learner,
                       channels_last:bool|None=None, # None: the rule for the device and model (conv models on CUDA, or on CPU with bf16)
                       precision:str|None=None, # None: the rule (bf16 on CUDA if supported, else fp16; bf16 on a CPU with avx512_bf16/AMX for conv models); 'fp32', 'bf16', 'fp16'
                       compile:bool=False, # Also compile the model (`Compile`) for inference loops
-                      inference_mode:bool=True, # `torch.inference_mode` instead of `no_grad` (the `InferenceMode` callback; not for models with `reset`)
                       workers:int|bool|None=None, # DataLoader workers in inference loops; None: the rule (0 on a CPU of <= 4 cores); False: keep the loader's
                       lean:bool=True, # Lean item and batch pipelines in inference loops (`lean_pipelines`): the same batches, less Python per item
                       images:bool=True, # Image files decoded by torchvision and cropped on `uint8` tensors in inference loops (`fast_images`): fastai's crops, pixels within a level or two of PIL's resize
@@ -215,8 +214,8 @@ def to_fast_inference(self:Learner,
     check_workers(workers, 'to_fast_inference', rule_true=True)
     s = inference_settings(self, channels_last, precision, who='to_fast_inference')
     nw,why_w = _inference_workers(s['device'], workers)
-    want = dict(device=s['device'], precision=s['precision'], channels_last=s['channels_last'], compile=bool(compile), inference_mode=bool(inference_mode),
-                workers=nw, lean=bool(lean), images=bool(images), defer=bool(defer), skip_loss=bool(skip_loss))
+    want = dict(device=s['device'], precision=s['precision'], channels_last=s['channels_last'], compile=bool(compile), workers=nw,
+                lean=bool(lean), images=bool(images), defer=bool(defer), skip_loss=bool(skip_loss))
     cur = self.__dict__.get('_fast_inference')
     if cur is not None:
         if all(cur.get(k)==v for k,v in want.items()):
@@ -243,10 +242,6 @@ def to_fast_inference(self:Learner,
         else:
             c = Compile(verbose=False); self.add_cb(c); fi['cbs'].append(c)
             lines.append("compile      on: Compile (the first batch of each shape compiles: seconds to minutes)")
-    why = inference_mode_blockers(self) if inference_mode else []
-    if inference_mode and not any(isinstance(c, InferenceMode) for c in self.cbs):
-        c = InferenceMode(); self.add_cb(c); fi['cbs'].append(c)
-    lines.append("grad mode    " + ("inference_mode" if inference_mode and not why else f"no_grad ({'; '.join(why) or 'asked for'})"))
     lines.append("eval mode    on in every inference loop (fastai's TrainEvalCallback)")
     self._fast_inference = fi
     fast_loop(self, 'to_fast_inference') # (its inference loops run without their events where they can: `copies`)
@@ -258,7 +253,7 @@ def to_fast_inference(self:Learner,
 def undo_fast_inference(self:Learner,
                           verbose:bool=True, # Print what was undone
                          ):
-    "Undo `to_fast_inference`: the model's memory format, the callbacks it added, the grad mode of `get_preds`"
+    "Undo `to_fast_inference`: the model's memory format and the callbacks it added"
     fi = self.__dict__.pop('_fast_inference', None)
     if fi is None:
         if verbose: print("undo_fast_inference: nothing to undo")
@@ -268,7 +263,7 @@ def undo_fast_inference(self:Learner,
         release_item_caches(c)
     if fi['formats'] is not None: restore_formats(self.model, fi['formats'])
     fast_loop(self, 'to_fast_inference', on=False)
-    if verbose: print(f"undo_fast_inference: removed {len(fi['cbs'])} callback(s), restored the model's memory format and the grad mode")
+    if verbose: print(f"undo_fast_inference: removed {len(fi['cbs'])} callback(s), restored the model's memory format")
     return self
 
 # %% ../nbs/12_inference.ipynb #0f9e84e2
@@ -318,7 +313,7 @@ def _inert_in_predict()->tuple:
     loaded = [fastai_class(m, n) for m,n in (('fastai.callback.progress', 'ProgressCallback'), ('fastai.callback.progress', 'CSVLogger'),
               ('fastai.callback.tracker', 'TrackerCallback'), ('fastai.callback.tracker', 'TerminateOnNaNCallback'), ('fastai.callback.channelslast', 'ChannelsLast'))]
     return (TrainEvalCallback, GatherPredsCallback, FetchPredsCallback, Recorder, HookCallback, CollectDataCallback, *[c for c in loaded if c is not None],
-            FastaiCastToTensor, CastToTensor, CudnnBenchmark, Compile, InferenceMode, FastInference, NoSyncLoss, SyncDebug, TuneWorkers)
+            FastaiCastToTensor, CastToTensor, CudnnBenchmark, Compile, FastInference, NoSyncLoss, SyncDebug, TuneWorkers)
 
 @functools.cache
 def _acting_in_predict()->tuple:
@@ -359,10 +354,6 @@ def _amp_context(cbs:dict, dev:torch.device, xb=None):
     return torch.autocast(amp[0], dtype=amp[1]) if amp and amp[0]==dev.type and (xb is None or autocast_pays(dev.type, xb)) else contextlib.nullcontext()
 
 # %% ../nbs/12_inference.ipynb #dc45f523
-def _normal_tensor(t):
-    "`t`, or a normal copy of it if it is an inference tensor (one that cannot be changed in place or used by autograd outside `inference_mode`)"
-    return t.clone() if isinstance(t, torch.Tensor) and t.is_inference() else t
-
 class Predictor:
     "Predict single items (or a few) with `learn`'s test pipeline built once: `learn.predict`'s outputs without a DataLoader per call"
     def __init__(self,
@@ -398,26 +389,25 @@ class Predictor:
         return dl.after_batch(b)
 
     def settings(self, cbs:dict|None=None, xb=None)->tuple:
-        "(precision, channels-last input, inference_mode) of the forward (of input batch `xb`: fp32 where `autocast_pays` says so): the Learner's fast inference settings, and its callbacks' channels-last"
+        "(precision, channels-last input) of the forward (of input batch `xb`: fp32 where `autocast_pays` says so): the Learner's fast inference settings, and its callbacks' channels-last"
         cbs = cbs or predict_callbacks(self.learn)
         fi = self.learn.__dict__.get('_fast_inference') or {}
-        im = fi.get('inference_mode', False) and not inference_mode_blockers(self.learn)
         prec = fi.get('precision', 'fp32')
         if xb is not None and not autocast_pays(model_device(self.learn.model).type, xb): prec = 'fp32'
-        return prec,fi.get('channels_last', False) or cbs['channels_last'],im
+        return prec,fi.get('channels_last', False) or cbs['channels_last']
 
     @contextlib.contextmanager
-    def _contexts(self, dev, cbs:dict, prec:str, im:bool, xb=None):
+    def _contexts(self, dev, cbs:dict, prec:str, xb=None):
         "The forward's grad mode and the loop's autocast, with the `MixedPrecision` callback's autocast inside it (as in `predict`; not with fast inference settings, whose precision is the loop's)"
         amp = _amp_context(cbs, dev, xb) if self.learn.__dict__.get('_fast_inference') is None else contextlib.nullcontext()
-        with (torch.inference_mode() if im else torch.no_grad()), torch.autocast(dev.type, dtype=torch.bfloat16 if prec=='bf16' else torch.float16, enabled=prec!='fp32'), amp:
+        with torch.no_grad(), torch.autocast(dev.type, dtype=torch.bfloat16 if prec=='bf16' else torch.float16, enabled=prec!='fp32'), amp:
             yield
 
     def model_context(self, cbs:dict|None=None, xb=None):
         "The grad mode and autocast this predictor runs the model in (for input batch `xb`, if given), to time or call the bare model under the same settings"
         cbs = cbs or predict_callbacks(self.learn)
-        prec,_,im = self.settings(cbs, xb)
-        return self._contexts(model_device(self.learn.model), cbs, prec, im, xb)
+        prec,_ = self.settings(cbs, xb)
+        return self._contexts(model_device(self.learn.model), cbs, prec, xb)
 
     def forward(self, xb:tuple, cbs:dict|None=None):
         "Probabilities (the loss function's activation) for the input batch `xb`, under the Learner's inference settings and what its callbacks do in `predict`"
@@ -428,17 +418,14 @@ class Predictor:
         dev = model_device(m)
         ddev = getattr(self.learn.dls, 'device', None)
         if ddev is not None and dev!=torch.device(ddev): m.to(ddev); dev = model_device(m) # as fastai's loop does
-        prec,cl,im = self.settings(cbs, xb)
+        prec,cl = self.settings(cbs, xb)
         xb = cast_to_tensor(xb)
         if cl and _cl_ok(learn, xb): xb = as_channels_last(xb)
         if cbs['reset']: learn.model.reset() # fastai's ModelResetter, before the validation loop (not after it: fastai's loops reset when they start)
-        with self._contexts(dev, cbs, prec, im, xb): pred = m(*xb)
+        with self._contexts(dev, cbs, prec, xb): pred = m(*xb)
         if cbs['unpack']: pred = [o[-1] if is_listy(o) else o for o in pred][0] # fastai's RNNCallback: the output, not the hidden states
         if prec!='fp32' or cbs['amp']: pred = to_float(pred)
-        if im: unset_inference_tensors(m)
-        out = getcallable(learn.loss_func, 'activation')(pred)
-        # without an activation (regression) and a float conversion, `out` is the model's output itself, made under inference_mode: a normal copy, as `learn.predict` returns
-        return apply(_normal_tensor, out) if im else out
+        return getcallable(learn.loss_func, 'activation')(pred)
 
     def predict_many(self, items:list, with_input:bool=False)->list:
         "`learn.predict(o)` for each `o` of `items`, in one batch (several items on a CPU in the loop's autocast, where `predict`'s one item runs in fp32: `autocast_pays`)"

@@ -225,7 +225,7 @@ def infer_candidates(learn:Learner, compile:bool|None=None, budget:float=60.)->l
 
 def infer_name(c)->str:
     if c is None: return 'fastai get_preds as is'
-    return ' + '.join(['inference_mode', c['precision']] + (['channels-last'] if c['channels_last'] else []) + (['compile'] if c['compile'] else [])
+    return ' + '.join([c['precision']] + (['channels-last'] if c['channels_last'] else []) + (['compile'] if c['compile'] else [])
                       + (['defer'] if c.get('defer') else []))
 
 def _preds_dl(learn, batches):

@@ -23,7 +23,7 @@ def test_public_api():
     import fastperf, fastperf.all as fa
     from fastai.learner import Learner
     for name in ('CastToTensor', 'cast_to_tensor', 'ChannelsLast', 'CudnnBenchmark', 'AutoMixedPrecision', 'Compile', 'ThroughputTimer',
-                 'tune_workers', 'SyncDebug', 'Profiler', 'NoSyncLoss', 'count_syncs', 'InferenceMode', 'FastInference', 'Predictor'):
+                 'tune_workers', 'SyncDebug', 'Profiler', 'NoSyncLoss', 'count_syncs', 'FastInference', 'Predictor'):
         assert name in fa.__all__ and hasattr(fa, name), name
     assert 20<=len(fa.__all__)<=35, len(fa.__all__)
     for name in ('measure_fit', 'interleave', 'bench', 'parity', 'env_info', 'precision_rule', 'MEAN', 'summary'): assert name not in fa.__all__, name

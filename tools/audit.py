@@ -76,8 +76,9 @@ OFF = {
     'tabrows': ("TabRows: learn.predictor() making a table row the model's input without a TabularPandas", lambda: patched(finf, 'tab_rows_why', lambda learn: 'off for the audit'), _nothing),
 }
 SETUP = { # mechanisms that are arguments of the one call: the second Learner is set up with them off
-    'opt': ("TorchOptimizer: fastai's Adam/SGD update in torch's foreach/fused kernels", dict(opt=False)),
-    'lean': ("lean_pipelines as a whole (item cache, stacks, tabular, text, language model batches, LeanPipeline)", dict(lean=False)),
+    'opt': ("TorchOptimizer: fastai's Adam/SGD update in torch's foreach/fused kernels", dict(opt=False), {}),
+    'lean': ("lean_pipelines as a whole (item cache, stacks, tabular, text, language model batches, LeanPipeline)", dict(lean=False), dict(lean=False)),
+    'skip_loss': ("FastInference's skip_loss: get_preds without with_loss computes neither the loss nor the metrics", {}, dict(skip_loss=False)),
 }
 
 def _ctx(mech, on): return contextlib.nullcontext() if on or mech in SETUP else OFF[mech][1]()
@@ -91,7 +92,7 @@ def _warm(task, mech, on):
     if mech in SETUP:
         w = task.make(); w.to_fastperf(verbose=False, **({} if on else SETUP[mech][1]))
         with no_bar(w), w.no_logging(): w.validate()
-        w.to_fast_inference(verbose=False, **({} if on or mech!='lean' else dict(lean=False)))
+        w.to_fast_inference(verbose=False, **({} if on else SETUP[mech][2]))
     else: w = _warm_learner(task)
     if not on and mech in OFF: OFF[mech][2](w)
     return w

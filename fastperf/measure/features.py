@@ -18,7 +18,7 @@ from fastai.torch_core import default_device, set_seed
 from fastprogress.fastprogress import progress_bar
 from ..core import env_info, no_bar
 from ..cast import CastToTensor
-from ..compiler import Compile, InferenceMode
+from ..compiler import Compile
 from .clock import measure_fit
 from .data import synthetic_dls, small_cnn
 
@@ -106,10 +106,10 @@ def _compile_benchmark(modes, nf, size, bs, n_train, steps, device, backend, cac
             secs.append(cb.compile_seconds if cb else 0.)
             row = dict(mode=mode, compile_s=0., train_img_s=r['samples_per_sec'], train_loss=loss[0], valid_loss=loss[1])
             for name,inf in (('no_grad',False), ('inference_mode',True)):
-                im = [InferenceMode()] if inf else []
-                learn.get_preds(cbs=im) # warm-up: compiles the graph for this grad mode
-                secs.append(cb.compile_seconds if cb else 0.)
-                t = time.perf_counter(); learn.get_preds(cbs=im); dt = time.perf_counter()-t
+                with torch.inference_mode(inf): # (fastai's `get_preds` under a user's `inference_mode`)
+                    learn.get_preds() # warm-up: compiles the graph for this grad mode
+                    secs.append(cb.compile_seconds if cb else 0.)
+                    t = time.perf_counter(); learn.get_preds(); dt = time.perf_counter()-t
                 row[f'infer_img_s_{name}'] = len(dls.valid_ds)/dt
             row['compile_s'],row['failed'] = sum(secs),(cb.failed if cb else None)
         rows.append(row)

@@ -14,7 +14,6 @@ from fastai.callback.core import Callback
 from fastai.torch_core import getcallable, to_device
 from ..core import model_device, env_info, device_sync, no_bar
 from ..cast import cast_to_tensor
-from ..compiler import unset_inference_tensors
 from ..inference import inference_settings, predict_callbacks
 from .clock import interleave, ratio_interval
 from .reference import plain_inference
@@ -109,7 +108,6 @@ def inference_parity(learn:Learner, # The Learner (its model, loss activation an
         res = interleave({k:job(k) for k in configs}, rounds=rounds, show=show)
     finally:
         if had is not None: learn.to_fast_inference(channels_last=had['channels_last'], precision=had['precision'], compile=had['compile'],
-                                                   inference_mode=had['inference_mode'],
                                                    workers=False if had.get('workers') is None else had['workers'],
                                                    lean=had.get('lean', True), defer=had.get('defer', False), verbose=False)
     ref = res['plain loop, same features']
@@ -210,7 +208,7 @@ def predict_latency(learn:Learner, # The Learner (with or without `to_fast_infer
     if not (isinstance(warmup, int) and warmup>=0): raise ValueError(f"predict_latency: warmup must be an int >= 0, got {warmup!r}")
     pr,xb = learn.predictor(),predict_input(learn, item) # (also from a Learner with its own `predict`, such as tabular's)
     cbs = predict_callbacks(learn)
-    prec,cl,im = pr.settings(cbs, xb)
+    prec,cl = pr.settings(cbs, xb)
     dev = model_device(learn.model)
     def plain():
         with pr.model_context(cbs, xb): return learn.model(*xb)
@@ -223,7 +221,6 @@ def predict_latency(learn:Learner, # The Learner (with or without `to_fast_infer
         for _ in range(warmup):
             for f in fs.values(): f()
         ts = interleave({k:timed(f) for k,f in fs.items()}, rounds=n) # none always runs right after the same one (whose memory traffic it would inherit)
-    if im: unset_inference_tensors(learn.model)
     ref = statistics.median(ts['plain forward (same settings)'])
     df = pd.DataFrame([dict(call=k, median_ms=statistics.median(v), p25_ms=statistics.quantiles(v, n=4)[0], p75_ms=statistics.quantiles(v, n=4)[2]) for k,v in ts.items()])
     df['vs_plain_forward'] = df.median_ms/ref

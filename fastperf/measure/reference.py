@@ -16,12 +16,11 @@ from fastai.torch_core import TensorImage, norm_bias_params
 from fastai.vision.core import imagenet_stats
 from ..core import model_device, device_sync
 from ..channelslast import as_channels_last, model_to_channels_last, param_formats, restore_formats
-from ..compiler import unset_inference_tensors
 from ..optim import fused_ok
 from .clock import window_stats
 
 # %% auto #0
-__all__ = ['fastai_adam_as_torch', 'tensor_batches', 'PlainLoop', 'plain_inference']
+__all__ = ['fastai_adam_as_torch', 'tensor_batches', 'PlainLoop', 'plain_inference', 'unset_inference_tensors']
 
 # %% ../../nbs/23_measure_reference.ipynb #c7b6a0d8
 def fastai_adam_as_torch(model:nn.Module, lr:float=1e-3, wd:float=0.01, mom:float=0.9, sqr_mom:float=0.99, eps:float=1e-5,
@@ -182,3 +181,15 @@ def plain_inference(model:nn.Module, # The model (put in eval mode; its memory f
         if formats is not None: restore_formats(model, formats)
     if inference_mode: unset_inference_tensors(model)
     return preds,secs
+
+# %% ../../nbs/23_measure_reference.ipynb #46b50a98
+def unset_inference_tensors(model:nn.Module):
+    "Replace the inference tensors a forward under inference_mode left in parameters, buffers and cached attributes with normal copies"
+    for mod in model.modules():
+        for d in (mod._buffers, mod._parameters):
+            for k,t in d.items():
+                if t is not None and t.is_inference():
+                    d[k] = nn.Parameter(t.clone(), t.requires_grad) if isinstance(t, nn.Parameter) else t.clone()
+        if not type(mod).__module__.startswith('torch.nn'): # a user's module may cache a tensor on its first forward (`self.scale = ...`)
+            d = mod.__dict__
+            for k in [k for k,v in d.items() if isinstance(v, torch.Tensor) and v.is_inference()]: d[k] = d[k].clone()

@@ -27,7 +27,6 @@ from .data import DigitImage, digits_dls, small_cnn
 from .parity import learner_features, loss_check, LossRecorder, rounding_nudge
 from .inference import inference_parity, predict_input
 from ..core import device_sync, model_device
-from ..compiler import unset_inference_tensors
 from ..inference import predict_callbacks
 from .bench import tiny_vit, speed_axis
 
@@ -320,7 +319,7 @@ def zoo_predict(task:ZooTask, rounds:int=3, calls:int=20, show:bool=False)->pd.D
     "Items/s of `learn.predict` on one item (`zoo_item`), `calls` a round: fastai's defaults, after `to_fastperf()`, on a Learner set up as after training with fastperf (`_warm_learner`), that Learner's `learn.predictor()`, and the plain forward of the input `predict` gives the model, under that Learner's settings (`Predictor.model_context`)"
     learners = {'fastai defaults': task.make()}
     fp = task.make(); fp.to_fastperf(verbose=False); learners['to_fastperf()'] = fp
-    with warnings.catch_warnings(): # (fastperf's notes to a user, such as `InferenceMode`'s on a recurrent model: not the benchmark's output)
+    with warnings.catch_warnings(): # (fastperf's notes to a user: not the benchmark's output)
         warnings.simplefilter('ignore'); w = learners[_WARM] = _warm_learner(task)
         item = zoo_item(task, w)
         xb,pr,cbs,dev = predict_input(w, item),w.predictor(),predict_callbacks(w),model_device(w.model)
@@ -343,7 +342,6 @@ def zoo_predict(task:ZooTask, rounds:int=3, calls:int=20, show:bool=False)->pd.D
         warnings.simplefilter('ignore')
         for j in jobs.values(): j(0) # warm-up: each Learner's first `predict` converts its model, checks channels-last, builds its pipelines
         res = interleave(jobs, rounds=rounds, show=show)
-    unset_inference_tensors(w.model)
     return _table(task, 'predict', res, 'fastai defaults', _FORWARD)
 
 # %% ../../nbs/29_measure_zoo.ipynb #69e36b6c
