@@ -182,7 +182,7 @@ def plain_inference(model:nn.Module, # The model (put in eval mode; its memory f
     if inference_mode: unset_inference_tensors(model)
     return preds,secs
 
-# %% ../../nbs/23_measure_reference.ipynb #46b50a98
+# %% ../../nbs/23_measure_reference.ipynb #65cbaea5
 def unset_inference_tensors(model:nn.Module):
     "Replace the inference tensors a forward under inference_mode left in parameters, buffers and cached attributes with normal copies"
     for mod in model.modules():
