@@ -50,6 +50,12 @@ def _no_lean_loop(learn):
 
 def _no_fast_loop(learn): learn._fp_fast = frozenset() # (`FastLoop` stays in the class, running fastai's code throughout)
 def _nothing(learn): pass
+def _fastai_cast(learn):
+    "fastai's own `CastToTensor` in place of fastperf's (as fastai's defaults have it)"
+    import fastai.learner
+    ours = [c for c in learn.cbs if isinstance(c, CastToTensor)]
+    learn.remove_cbs(ours)
+    if ours and not any(type(c) is fastai.learner.CastToTensor for c in learn.cbs): learn.add_cb(fastai.learner.CastToTensor())
 _null = contextlib.nullcontext
 
 # name -> (what it is, context entered around the second Learner's set-up and every run of it, change made to that Learner after its set-up)
@@ -73,6 +79,7 @@ OFF = {
     'pad': ("_lean_pad_batches: a text loader's documents padded straight into the batch (and _Ragged)", _declines('_lean_pad_ok', False), _nothing),
     'tab': ("lean tabular batches: rows gathered from tensors made once", _declines('_lean_tab_ok', False), _nothing),
     'lm': ("the language model's corpus gather", _declines('_lean_lm_ok', False), _nothing),
+    'cast': ("fastperf's CastToTensor (the loss cast too) in place of fastai's default one", _null, _fastai_cast),
     'tabrows': ("TabRows: learn.predictor() making a table row the model's input without a TabularPandas", lambda: patched(finf, 'tab_rows_why', lambda learn: 'off for the audit'), _nothing),
 }
 SETUP = { # mechanisms that are arguments of the one call: the second Learner is set up with them off
