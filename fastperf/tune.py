@@ -20,6 +20,7 @@ from .rules import learner_device, has_conv, conv_model, cpu_has_bf16, precision
 from .optim import fastai_opt_kind, is_torch_opt
 from .pipeline import set_loader, loader_state, restore_loaders
 from .copies import lean_pipelines, unlean_pipelines
+from .images import fast_images, slow_images
 import fastperf.recommend # Learner.to_fastperf, Learner.undo_fastperf
 import fastperf.inference # Learner.to_fast_inference, Learner.undo_fast_inference
 
@@ -152,20 +153,20 @@ def _trial_learner(learn, cand):
                 cbs=[copy(c) for c in learn.cbs if type(c).__name__ in _MODEL_CBS and type(c).__module__.startswith('fastai.')])
     if cand is not None:
         t.to_fastperf(compile=cand['compile'], precision=cand['precision'], channels_last=cand['channels_last'], opt=cand['opt'],
-                      nosync=cand.get('nosync', False), workers=False, lean=False, verbose=False) # the loaders are the user's: changed per trial only
+                      nosync=cand.get('nosync', False), workers=False, lean=False, images=False, verbose=False) # the loaders are the user's: changed per trial only
     return t
 
 def _measure_trial(t, cand, steps, warmup):
     "Time `steps` training steps of `t` after `warmup`, with `cand`'s loader settings in place only meanwhile"
-    saved,lean = loader_state(t.dls),[]
+    saved,lean,images = loader_state(t.dls),[],[]
     try:
         if cand is not None:
             set_loader(t.dls, cand['workers'], True if learner_device(t).type=='cuda' else None)
-            lean = lean_pipelines(t.dls)
+            lean,images = lean_pipelines(t.dls),fast_images(t.dls)
         t0 = time.perf_counter()
         with no_bar(t), t.no_logging(): r = measure_fit(t, steps=steps, warmup=warmup)
         return r, time.perf_counter()-t0-r['seconds']
-    finally: unlean_pipelines(lean); restore_loaders(saved)
+    finally: slow_images(images); unlean_pipelines(lean); restore_loaders(saved)
 
 # %% ../nbs/21_tune.ipynb #58203c2a
 def _run_trials(cands, make, measure, budget, rounds, verbose, label):
