@@ -80,6 +80,7 @@ OFF = {
     'tab': ("lean tabular batches: rows gathered from tensors made once", _declines('_lean_tab_ok', False), _nothing),
     'lm': ("the language model's corpus gather", _declines('_lean_lm_ok', False), _nothing),
     'cast': ("fastperf's CastToTensor (the loss cast too) in place of fastai's default one", _null, _fastai_cast),
+    'decode': ("Predictor: the targets decoded without decoding the input (targets_decode_ok, decode_targets)", lambda: patched(finf, 'targets_decode_ok', lambda dl, xb: False), _nothing),
     'tabrows': ("TabRows: learn.predictor() making a table row the model's input without a TabularPandas", lambda: patched(finf, 'tab_rows_why', lambda learn: 'off for the audit'), _nothing),
 }
 SETUP = { # mechanisms that are arguments of the one call: the second Learner is set up with them off
