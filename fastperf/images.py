@@ -288,10 +288,10 @@ class ImageDecoder:
 # %% ../nbs/10b_images.ipynb #66223451
 class ImagePipeline(LeanPipeline):
     "A loader's item pipeline for items whose image is a decoded `uint8` `TensorImage`: fastai's crops and resizes done on the tensor; any other item goes through the pipeline as before"
-    __slots__ = ('_steps','_prev','_fs')
-    def __init__(self, p:LeanPipeline, steps:list):
+    __slots__ = ('_steps','_prev','_fs','_lean')
+    def __init__(self, p:LeanPipeline, steps:list, lean:list=()):
         super().__init__(p._orig if isinstance(p, LeanPipeline) else p) # one state with fastai's pipeline, as `LeanPipeline`
-        self._steps,self._prev,self._fs = steps,p,tuple(self.fs)
+        self._steps,self._prev,self._fs,self._lean = steps,p,tuple(self.fs),list(lean) # (`_lean`: what `fast_images` made lean for it, which `slow_images` gives back)
     def __call__(self, o):
         if type(o) is not tuple or not o or type(o[0]) is not TensorImage: return self._prev(o) # a PIL item (fastai's `create_item`, a `new` loader's)
         if len(self.fs)!=len(self._fs) or any(a is not b for a,b in zip(self.fs, self._fs)): # transforms added or replaced since: fastai's pipeline, from the image as PIL gives it
@@ -391,7 +391,7 @@ def fast_images(dls, # `DataLoaders` (or one `DataLoader`) of an image folder, c
         if decode_device is not None and getattr(dl.fake_l, 'num_workers', 0):
             warnings.warn(f"fast_images: decode_device={str(decode_device)!r}, but this loader has {dl.fake_l.num_workers} workers, which cannot use CUDA: they decode on the CPU (num_workers=0 decodes on the GPU)")
         old = dl.after_item
-        dl.after_item = ImagePipeline(old, steps)
+        dl.after_item = ImagePipeline(old, steps, lean)
         set_item_makers(dl, (mk,) + (None,)*(len(dl.dataset.tls)-1))
         done.append((dl, old, lean, None))
     return done
@@ -399,7 +399,7 @@ def fast_images(dls, # `DataLoaders` (or one `DataLoader`) of an image folder, c
 def slow_images(dls, # `DataLoaders` (or one `DataLoader`), or the list `fast_images` returned
                ):
     "Give back the pipelines `fast_images` changed"
-    recs = dls if isinstance(dls, list) else [(dl, dl.after_item._prev, [], None) for dl in loaders_of(dls) if isinstance(dl.after_item, ImagePipeline)]
+    recs = dls if isinstance(dls, list) else [(dl, dl.after_item._prev, dl.after_item._lean, None) for dl in loaders_of(dls) if isinstance(dl.after_item, ImagePipeline)]
     for dl,old,lean,mk in reversed(recs):
         set_item_makers(dl, mk)
         if isinstance(dl.after_item, ImagePipeline) and dl.after_item is not old: dl.after_item = old
