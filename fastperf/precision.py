@@ -73,6 +73,7 @@ class AutoMixedPrecision(MixedPrecision):
 
     @torch._dynamo.disable # (run as they are by a compiled model: a graph break before and after its forward)
     def _enter(self, m, args):
+        if self.learn is None: return self._remove_hooks() # taken off a Learner after a fit that raised (no `after_fit`): the hooks go at the model's next call
         if self._armed: self._armed = False; self.autocast.__enter__(); self._in = True
     @torch._dynamo.disable
     def _leave(self, m, args, out):
