@@ -52,7 +52,8 @@ class ThroughputTimer(Callback):
         if col_name is not None and (not isinstance(col_name, str) or not col_name.strip()):
             raise ValueError(f"ThroughputTimer: col_name must be None or a non-empty string, got {col_name!r}")
         store_attr()
-        self.step_recorder,self._why,self._started,self._fit_learn,self._fit_cbs = None,None,False,None,None
+        self.step_recorder,self._why,self._started,self._fit_learn,self._loops = None,None,False,None,None
+        self.timer_device = self.dtype = self.features = self._step_cbs = self._opt_cbs = None # (unset, a Callback's lookup would ask the Learner, then the model)
         self.samples_per_sec = self.batches_per_sec = self.warmup_seconds = None
 
     # --- setup and teardown -------------------------------------------------------------------------------------
@@ -60,14 +61,16 @@ class ThroughputTimer(Callback):
         learn = self.learn
         # `get_preds`/`validate` send before_fit/after_fit too: time only real fits, and keep the last fit's numbers
         if not learn.fitting: self.run = False; return # `run` comes back on at after_fit
-        self._finish_raised() # (a fit that raised before this one)
+        self._finish_raised(new_loop=True) # (a fit that raised before this one)
         self._started,self._why,self._cancelled = True,None,False
         dev = model_device(learn.model)
         try: n_total = learn.n_epoch*len(learn.dls.train)
         except TypeError: n_total = 0 # a DataLoader of unknown length
         n_warm = self.warmup if self.warmup is not None else min(5, max(1, n_total//10))
         self._fit_learn = learn # `verdict`/`save` after a fit that had the timer in `fit(cbs=...)`, which fastai detaches at its end
-        self._fit_cbs = list(learn.cbs.sorted('order')) # the fit's callbacks, `fit(cbs=...)`'s included
+        self._loops = running_loops(learn) # this fit, and the loops it runs in: how the helpers know, at a later loop's start, that it ended
+        cbs = learn.cbs.sorted('order') # the fit's callbacks, `fit(cbs=...)`'s included: their names (the callbacks themselves may hold files)
+        self._step_cbs,self._opt_cbs,self._sps_epoch = _step_cb_names(cbs),_step_cb_names(cbs, ('before_step','after_step')),None
         self.step_recorder = StepRecorder(dev, self.sync, n_warm, self.read_every)
         self.features = [f'{type(cb).__module__}.{type(cb).__name__}' for cb in learn.cbs.sorted('order')
                          if not isinstance(cb, (_TimerFirst, _TimerLast))]
@@ -91,12 +94,19 @@ class ThroughputTimer(Callback):
         self._helpers = [_TimerFirst(self), _TimerLast(self)] # the boundary recorders, for this fit
         learn.add_cbs(self._helpers)
 
-    def _finish_raised(self):
-        "A fit that raised (or a Ctrl-C) sends no `after_fit`: the steps it completed are read back all the same, when asked for"
-        if not self._started or running_loops(self._fit_learn): return # after_fit ran, or the fit is still running
+    def _fit_running(self, new_loop:bool)->bool:
+        "Whether this timer's fit is still running (`new_loop`: asked at the start of a loop, which is not the fit)"
+        loops = running_loops(self._fit_learn)
+        if new_loop: loops = loops[:-1]
+        return loops[:len(self._loops)]==self._loops
+
+    def _finish_raised(self, new_loop:bool=False):
+        "A fit that raised (or a Ctrl-C) sends no `after_fit`: its helpers go at the next loop's start, and the steps it completed are read back"
+        if not self._started or self._fit_running(new_loop): return # after_fit ran, or the fit is still running
         self._started = False
         self._fit_learn.remove_cbs(self.__dict__.pop('_helpers', []))
-        self.step_recorder.close() # the step that raised is not a complete step
+        sr = self.step_recorder
+        sr.close(); sr._vstart = None # the step, and a validation, that raised are not complete
         self._summarize()
         if not self.step_recorder.rows: self._why = "the last fit raised before its first training step ended"
 
@@ -115,6 +125,7 @@ class ThroughputTimer(Callback):
         rows = self.step_recorder.rows
         if not rows:
             self._why = ("the fit was cancelled before its first training step (CancelFitException)" if self._cancelled else
+                         "fit(0): no epoch to train" if not self.learn.n_epoch else
                          "no training step ran (is the training DataLoader empty? fewer items than one batch with drop_last=True gives 0 batches)")
             warnings.warn(f"ThroughputTimer: {self._why}")
         elif all(r.warmup for r in rows):
@@ -122,16 +133,17 @@ class ThroughputTimer(Callback):
                           "no steady-state numbers. Train more steps, or pass a smaller `warmup`.")
 
     # --- fastai's events to the recorder's boundaries -------------------------------------------------------------------
+    # (`_fit_learn`, not `learn`: fastai detaches a timer given to `fit(cbs=...)` when that fit ends, also by an exception)
     def _mark(self, i, once=False):
-        if self.learn.training: self.step_recorder.mark(i, once)
+        if self._fit_learn.training: self.step_recorder.mark(i, once)
 
     def _pred(self):
-        if not self.learn.training or self.step_recorder.marks is None: return
+        if not self._fit_learn.training or self.step_recorder.marks is None: return
         self.step_recorder.mark(3)
         if self.dtype is None: self.dtype = self._dtype()
 
     def _end_step(self):
-        sr,learn = self.step_recorder,self.learn
+        sr,learn = self.step_recorder,self._fit_learn
         yb = learn.yb if len(learn.yb) else learn.xb
         if not learn.training:  # a validation batch: count its samples, and drop warm-up flags raised in validation
             learn.pop_warmup()
@@ -147,34 +159,37 @@ class ThroughputTimer(Callback):
     def _end_epoch(self, cancelled=False):
         sr = self.step_recorder
         if sr.marks is None: return
-        if cancelled and sr.marks[6] is not None and self.learn.training: self._end_step() # cancelled in after_batch: the step's work is done
+        if cancelled and sr.marks[6] is not None and self._fit_learn.training: self._end_step() # cancelled in after_batch: the step's work is done
         sr.end_epoch()
+        self._sps_epoch = self._fit_learn.epoch
         self._summarize()
         if self.gather and _dist_on(): # the one place ranks wait for each other: every rank's numbers, with one all_gather
             self.global_epoch_sps.append(float(self.gather_ranks()['epoch_samples_per_sec'].sum()))
 
     def _log_epoch(self):
-        rec = getattr(self.learn, 'recorder', None)
-        if not self._col or rec is None or not self.learn.fitting: return # a get_preds inside the fit logs nothing
+        learn = self._fit_learn
+        rec = getattr(learn, 'recorder', None)
+        if not self._col or rec is None or not learn.fitting: return # a get_preds inside the fit logs nothing
+        if self._sps_epoch!=learn.epoch: return # an epoch that trained no step (`fit(start_epoch=)` skips the first): no value, as fastai logs no loss
         sps = self.global_epoch_sps or self.step_recorder.epoch_sps # global (summed over ranks) when gathered
-        rec.log.append(_table_value(sps[-1]) if len(sps)==self.step_recorder.epoch+1 else float('nan'))
+        rec.log.append(_table_value(sps[-1]))
 
     # --- what was in use ---------------------------------------------------------------------------------------------
     def _dtype(self)->str:
         "The compute dtype of this step: the autocast dtype if autocast is on, else the parameters' (fp32 matmuls on TF32 count as tf32)"
         dt = self.timer_device.type
-        ac = [c.autocast for c in self.learn.cbs if isinstance(c, MixedPrecision) and getattr(c, 'autocast', None) is not None]
+        ac = [c.autocast for c in self._fit_learn.cbs if isinstance(c, MixedPrecision) and getattr(c, 'autocast', None) is not None]
         ac = [a for a in ac if a.device==dt and a._enabled] # (a mixed precision callback's autocast on this device: it covers the forward only)
         if torch.is_autocast_enabled(dt): d = torch.get_autocast_dtype(dt)
         elif ac: d = ac[0].fast_dtype
-        else: d = next((p.dtype for p in self.learn.model.parameters()), torch.float32)
+        else: d = next((p.dtype for p in self._fit_learn.model.parameters()), torch.float32)
         if d==torch.float32 and dt=='cuda' and tf32_matmul(): return 'tf32'
         return {torch.bfloat16:'bf16', torch.float16:'fp16', torch.float32:'fp32', torch.float64:'fp64'}.get(d, str(d))
 
     def _count_flops(self):
         "FLOPs of one forward+backward of the current batch, per sample, counted once on the eager model (buffers, gradients and random state restored)"
         from torch.utils.flop_counter import FlopCounterMode
-        learn = self.learn
+        learn = self._fit_learn
         model = getattr(learn.model, '_orig_mod', learn.model) # the eager module under torch.compile (a compiled forward runs eagerly under the counter's dispatch mode anyway)
         with RNGState():
             # the random state is put back so the counting forward's dropout masks are not drawn from the training's sequence; the gradients
@@ -239,13 +254,13 @@ class ThroughputTimer(Callback):
                               num_workers=getattr(getattr(dl, 'fake_l', dl), 'num_workers', '?'), pin_memory=getattr(dl, 'pin_memory', False),
                               uint8=any(isinstance(t, IntToFloatTensor) for t in getattr(getattr(dl, 'after_batch', None), 'fs', [])),
                               optimizer=self._optimizer_name(),
-                              step_cbs=self._step_callbacks(), opt_cbs=self._step_callbacks(('before_step','after_step')),
+                              step_cbs=self._step_cbs, opt_cbs=self._opt_cbs,
                               bs=getattr(dl, 'bs', None), images=_image_pipeline(dl))
 
     def _learner(self)->Learner:
         "The Learner of the last fit (fastai detaches a callback passed to `fit(cbs=...)` when the fit ends)"
         learn = self.learn if self.learn is not None else self._fit_learn
-        if learn is None: raise ValueError(_NO_FIT)
+        if learn is None or self.timer_device is None: raise ValueError(f"ThroughputTimer: {self._why}" if self._why else _NO_FIT)
         return learn
 
     def features_on(self)->set:
@@ -274,13 +289,6 @@ class ThroughputTimer(Callback):
         f = getattr(self._learner(), 'opt_func', None)
         while isinstance(f, partial): f = f.func
         return f"fastai's {getattr(f, '__name__', type(opt).__name__)}, one parameter at a time" if opt is not None else 'none'
-
-    def _step_callbacks(self, ev=('before_batch','after_pred','after_loss','before_backward','after_backward','before_step','after_step','after_batch'))->list:
-        "Names of the Learner's callbacks that run code at every training step in events `ev` (default: all of a step's), the timer's own left out"
-        own = (ThroughputTimer, _TimerFirst, _TimerLast)
-        cbs = getattr(self, '_fit_cbs', None) or self._learner().cbs.sorted('order')
-        return [type(cb).__name__ for cb in cbs if not isinstance(cb, own)
-                and any(getattr(type(cb), e, None) is not None and getattr(type(cb), e) is not getattr(Callback, e, None) for e in ev)]
 
     def plot(self, ax=None, figsize=(7,3)):
         "A bar chart of where the steady-state step's time goes (mean ms per phase, bars to the 25th-75th percentiles)"
@@ -372,6 +380,7 @@ class _TimerFirst(Callback):
     "Records the boundaries that must come before any other callback of an event"
     order = -1000 # before every other callback
     def __init__(self, timer): self.timer = timer
+    def before_fit(self): self.timer._finish_raised(new_loop=True) # a loop after a fit that raised, which sent no `after_fit`: the helpers go
     def before_train(self): self.timer.step_recorder.start_epoch()
     def before_batch(self): self.timer._mark(1)
     def after_backward(self): self.timer._mark(5)
@@ -382,7 +391,7 @@ class _TimerFirst(Callback):
     def after_cancel_epoch(self): self.timer._end_epoch(cancelled=True) # a `CancelEpochException` in training skips after_train
     def after_cancel_fit(self): self.timer._end_epoch(cancelled=True)
     def before_validate(self):
-        if self.timer.learn.fitting: self.timer.step_recorder.start_valid() # a get_preds/validate inside the fit is not the fit's validation
+        if self.learn.fitting: self.timer.step_recorder.start_valid() # a get_preds/validate inside the fit is not the fit's validation
     def after_validate(self): self.timer.step_recorder.end_valid()
     def after_epoch(self): self.timer._log_epoch()
 
@@ -393,9 +402,16 @@ class _TimerLast(Callback):
     def before_batch(self): self.timer._mark(2)
     def after_pred(self): self.timer._pred()
     def after_loss(self): self.timer._mark(4)
+    def after_cancel_step(self): self.cancelled = True # (fastai's fp16 `MixedPrecision` skips a step whose gradients overflowed so)
     def after_step(self):
-        if self.timer.learn.training: self.timer.step_recorder.stepped = True
+        if self.learn.training and not self.__dict__.pop('cancelled', False): self.timer.step_recorder.stepped = True
     def after_batch(self): self.timer._end_step()
+
+_STEP_EVENTS = ('before_batch','after_pred','after_loss','before_backward','after_backward','before_step','after_step','after_batch')
+def _step_cb_names(cbs, ev=_STEP_EVENTS)->list:
+    "Names of callbacks `cbs` that run code at every training step in events `ev` (default: all of a step's), the timer's own left out"
+    return [type(cb).__name__ for cb in cbs if not isinstance(cb, (ThroughputTimer, _TimerFirst, _TimerLast))
+            and any(getattr(type(cb), e, None) is not None and getattr(type(cb), e) is not getattr(Callback, e, None) for e in ev)]
 
 # %% ../nbs/09_timer.ipynb #62e661e6
 PHASES = ('data','forward','loss','backward','optimizer','rest')
