@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect, functools
 from collections import defaultdict
 import torch
+from torch.utils.weak import WeakIdKeyDictionary
 from fastcore.basics import *
 from fastcore.foundation import L
 from fastai.optimizer import _BaseOptimizer, Adam, SGD
@@ -39,6 +40,15 @@ def _check_opt_args(kind, impl, hypers, who):
     bad = set(hypers)-set(_DEFAULTS[kind])-{'lr'}
     if bad: raise ValueError(f"{who}: unknown hyper-parameters for {kind}: {sorted(bad)}")
 
+# The parameters that had a gradient at a `TorchOptimizer`'s step, in this process: fastai's `zero_grad` would have left each a zero gradient,
+# which every later optimizer of the parameter (`fit(reset_opt=True)`, `create_opt`, `export`, fastai's own after `undo_fastperf`) still steps
+_HAD = WeakIdKeyDictionary()
+
+def _zero_grads_back(params):
+    "Give each of `params` that had a gradient at a `TorchOptimizer`'s step, and has none now, the zero gradient fastai's `zero_grad` would have left (for a fastai optimizer taking over)"
+    for p in params:
+        if p.grad is None and p in _HAD: p.grad = torch.zeros_like(p)
+
 class TorchOptimizer(_BaseOptimizer):
     "fastai's optimizer API (hypers, parameter groups, freezing, `do_wd`) over torch's `AdamW`/`Adam`/`SGD` kernels"
     def __init__(self,
@@ -54,7 +64,8 @@ class TorchOptimizer(_BaseOptimizer):
         self.param_lists = L(L(p) for p in params) if isinstance(params[0], (L,list)) else L([params])
         self.kind,self.decouple_wd,self.impl = kind,decouple_wd,impl
         self._nd = [p for pg in self.param_lists for p in pg if p.dim()>=4] # the parameters a memory format can change
-        self._flat,self._had = [p for pg in self.param_lists for p in pg],set() # `_had`: ids of the parameters that had a gradient at a step
+        self._flat = [p for pg in self.param_lists for p in pg]
+        self._had = {id(p) for p in self._flat if p in _HAD} # ids of the parameters that had a gradient at a step, this optimizer's or an earlier one's
         self.state,self.frozen_idx,self.opt,self._sig = defaultdict(dict),0,None,None
         self.hypers = L({} for _ in self.param_lists)
         hp = {**_DEFAULTS[kind], **hypers}
@@ -96,10 +107,13 @@ class TorchOptimizer(_BaseOptimizer):
         # fastai's `zero_grad` zeroes gradients in place, so its optimizer keeps stepping a parameter once it has had a gradient (frozen after a
         # fit, or in a step whose backward a callback skipped: weight decay and the moving averages still move it); torch skips a `None`
         # gradient, so such a parameter gets a zero one here: the same update as fastai's, with no memset per step otherwise
-        had = self._had
+        had,new = self._had,[]
         for p in self._flat:
-            if p.grad is not None: had.add(id(p))
+            if p.grad is not None:
+                if id(p) not in had: had.add(id(p)); _HAD[p] = True; new.append(p)
             elif id(p) in had: p.grad = torch.zeros_like(p)
+        if new and self.kind=='sgd' and self.use_mom and self.opt.state: # torch's fused SGD makes momentum buffers only where a group has none: a
+            for p in new: self.opt.state[p].setdefault('momentum_buffer', torch.zeros_like(p)) # parameter's first gradient after the others' starts from 0, as fastai's `average_grad`
         for g,(i,flag) in zip(self.opt.param_groups, self._gmap): g.update(self._torch_hypers(self.hypers[i], flag))
         if self.kind=='sgd' and self.use_mom: self._sgd_step()
         else: self.opt.step()
