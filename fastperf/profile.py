@@ -28,7 +28,7 @@ class SyncDebug(RestoringCallback):
         return self._wrapped is not None and len(running_loops(self.learn))>1
 
     def before_fit(self):
-        if self._nested(): return
+        if not self.learn.fitting or self._nested(): return # not in a `get_preds`/`validate` (they send `before_fit` too), nor in one a fit it watches runs
         dev = getattr(self.dls, 'device', None) or model_device(self.learn.model) # where fastai's `TrainEvalCallback` puts the model
         if torch.device(dev).type!='cuda' and not self._emulate:
             if not self._said: print("SyncDebug: the model is not on a CUDA device; there are no host-device syncs to check.")
@@ -80,7 +80,7 @@ class SyncDebug(RestoringCallback):
         self._wrapped = None
 
     def after_fit(self):
-        if not hasattr(self, 'syncs') or self._nested(): return
+        if not hasattr(self, 'syncs') or not self.learn.fitting or self._nested(): return
         self.table = self.report()
         if self.show:
             if len(self.table): print(f"SyncDebug: host-device syncs over {self.steps} training steps\n{self.table.to_string(index=False)}")
@@ -123,6 +123,7 @@ class Profiler(RestoringCallback):
 
     def before_fit(self):
         if self.prof is not None or self.table is not None: return # one recording per callback instance
+        if not self.learn.fitting: return # training steps only: not a `get_preds`/`validate`, which send `before_fit` too
         if rank_distrib(): return # under DDP only rank 0 records and writes: the ranks run the same steps, and no rank waits
         acts = [torch.profiler.ProfilerActivity.CPU]
         self.on_cuda = model_device(self.learn.model).type=='cuda'
