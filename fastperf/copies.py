@@ -6,7 +6,7 @@ Docs: https://fastperf.github.io/fastperf/copies.html.md"""
 
 # %% ../nbs/06b_copies.ipynb #076fb894
 from __future__ import annotations
-import sys, hashlib, inspect, functools, types, warnings, weakref
+import sys, hashlib, inspect, functools, types, warnings, weakref, random
 from collections import namedtuple
 import numpy as np, torch
 from torch import nn
@@ -385,9 +385,11 @@ def _fast_get_preds(self, ds_idx=1, dl=None, with_input=False, with_decoded=Fals
     if isinstance(dl, _FaDL):
         if dl.drop_last: dl = dl.new(shuffle=False, drop_last=False)
     n = dl.n if reorder and _in_order(dl) else None # its indices are `range(n)`: no copy of the loader to fix them, nothing to sort
-    if reorder and hasattr(dl, 'get_idxs') and n is None:
-        idxs = dl.get_idxs()
-        dl = dl.new(get_idxs = _ConstantFunc(idxs))
+    if reorder and hasattr(dl, 'get_idxs'):
+        if n is None:
+            idxs = dl.get_idxs()
+            dl = dl.new(get_idxs = _ConstantFunc(idxs))
+        else: random.randint(0, 2**32-1) # the draw fastai's `dl.new` makes (its loader's own generator), so what is drawn next (augmentations, `tta`) is fastai's
     cb = GatherPredsCallback(with_input=with_input, with_loss=with_loss, **kwargs)
     ctx_mgrs = self.validation_context(cbs=L(cbs)+[cb], inner=inner)
     if with_loss: ctx_mgrs.append(self.loss_not_reduced())
@@ -479,7 +481,7 @@ def _lean_infer_batches(learn, fi):
         for c in prog: c('after_batch')
 
 # %% ../nbs/06b_copies.ipynb #0cd6e578
-import random, copyreg, typing
+import copyreg, typing
 from types import MethodType
 import pandas as pd
 from torch.utils.data import get_worker_info
