@@ -11,7 +11,7 @@ import fastai
 import torch
 from fastcore.basics import *
 from fastai.learner import Learner, Recorder, AvgLoss, AvgMetric
-from fastai.callback.core import GatherPredsCallback
+from fastai.callback.core import GatherPredsCallback, _inner_loop
 from fastai.torch_core import to_device, to_float
 from fastai.torch_core import getcallable
 from fastcore.basics import tuplify, detuplify
@@ -322,6 +322,13 @@ def _acting_in_predict()->tuple:
     from fastperf.channelslast import ChannelsLast
     return ModelResetter,RNNCallback,ChannelsLast
 
+def _inert(cb, inert:tuple)->bool:
+    "Whether `cb` changes neither the batch nor the predictions in `predict`: of a class of `inert`, fastai's own subclass of one, a subclass that handles no event of `predict` differently, or fastai's and sitting out validation (fastai's own such do training work only in `before_fit`/`after_fit`)"
+    t = type(cb)
+    base,fastais = next((c for c in t.__mro__ if c in inert), None),t.__module__.split('.')[0]=='fastai'
+    if base is t or (fastais and (base is not None or not getattr(cb, 'run_valid', True))): return True
+    return base is not None and t.__call__ is base.__call__ and not any(e in cb.__dict__ or getattr(t, e, None) is not getattr(base, e, None) for e in _PREDICT_EVENTS)
+
 def predict_callbacks(learn:Learner)->dict:
     "What `learn`'s callbacks do to a prediction that a predictor must repeat (reset, unpack, amp: (device type, dtype) or None, channels_last), whether its `predict` is fastai's tabular one (tab), and why only `learn.predict` can predict (None if it need not)"
     ModelResetter,RNNCallback,ChannelsLast = _acting_in_predict()
@@ -342,9 +349,9 @@ def predict_callbacks(learn:Learner)->dict:
         elif any(cb is c for c in amps):
             dt = model_device(learn.model).type if isinstance(cb, AutoMixedPrecision) else 'cuda' # fastai's autocasts on CUDA only
             res['amp'] = (dt, torch.bfloat16 if cb_precision(cb)=='bf16' else torch.float16)
-        elif isinstance(cb, inert) or not getattr(cb, 'run_valid', True): continue
+        elif _inert(cb, inert): continue
         else:
-            evs = [e for e in _PREDICT_EVENTS if may_handle(cb, e)]
+            evs = [e for e in _PREDICT_EVENTS if may_handle(cb, e) and (getattr(cb, 'run_valid', True) or e not in _inner_loop)] # (fastai sends a callback that sits out validation its `before_fit`, `after_fit`...)
             if evs and res['why'] is None: res['why'] = f"its callback {type(cb).__name__} may change the batch or the predictions in `predict` ({', '.join(evs)})"
     return res
 
@@ -434,7 +441,7 @@ class Predictor:
         if cbs['tab']: return self._tab_predict(items, with_input, cbs)
         b = self.batch(items)
         xb = b[:self.n_inp] if self.n_inp>=0 else b[:-1] if len(b)>1 else b
-        preds = to_cpu(self.forward(xb, cbs)) # a tensor, or a tuple of them (a model with several outputs)
+        preds = to_cpu(self.forward(xb, cbs)) # a tensor, or a tuple or list of them (a model with several outputs)
         dec_preds = getcallable(self.learn.loss_func, 'decodes')(preds)
         i,dl = self.n_inp,self.learn.dls.train
         if not with_input and i==len(xb) and targets_decode_ok(dl, xb): # the decoded input is not returned: neither copy it back nor decode it where nothing else needs it
@@ -444,8 +451,8 @@ class Predictor:
             decs = [(detuplify(d[:i]), detuplify(d[i:])) for d in self.learn.dls.decode_batch(b, max_n=len(items))]
         res = []
         for j,(dec_inp,dec_targ) in enumerate(decs):
-            # as `learn.predict`, which returns `dec_preds[0]` and `preds[0]` of its batch of one: of a tuple, the first output (batch-shaped)
-            r = (dec_targ, dec_preds[0][j:j+1] if isinstance(dec_preds, tuple) else dec_preds[j], preds[0][j:j+1] if isinstance(preds, tuple) else preds[j])
+            # as `learn.predict`, which returns `dec_preds[0]` and `preds[0]` of its batch of one: of several outputs, the first (batch-shaped)
+            r = (dec_targ, dec_preds[0][j:j+1] if is_listy(dec_preds) else dec_preds[j], preds[0][j:j+1] if is_listy(preds) else preds[j])
             res.append(((dec_inp,)+r) if with_input else r)
         return res
 
