@@ -666,7 +666,7 @@ def _sig(tls, mk=None)->tuple:
 
 class _ItemCache:
     "What one fastai `Datasets` makes of each index, kept in RAM while its lists and transforms stay the same, they give the same item twice, and the caches fit their share of memory"
-    def __init__(self): self.owners,self.sig,self.items,self.nbytes,self.ok,self.stacks,self.kept,self.vers = weakref.WeakSet(),None,{},0,False,{},[],[]
+    def __init__(self): self.owners,self.sig,self.items,self.nbytes,self.ok,self.stacks,self.kept,self.vers,self.turn = weakref.WeakSet(),None,{},0,False,{},[],[],-1
     def _end(self): self.ok,self.items,self.nbytes,self.stacks,self.kept,self.vers = False,{},0,{},[],[] # the cache ends for this dataset
     def reset(self, sig, tls):
         self.sig,self.items,self.nbytes,self.checked,self.stacks,self.kept,self.vers = sig,{},0,False,{},[],[]
@@ -944,9 +944,24 @@ def _folded(dl, st):
         got = st.folds[key] = (sig, p.fs, _make_fold(dl, st, ts, c) or False) # (holds the transforms' list: its id stays its own)
     return got[2] or None
 
+def _probe(dl, st)->bool:
+    "Whether the item cache of `dl`'s dataset, and stack `st` of `dl`'s items (None: none used), give for one index (the next each pass) what the transforms make of it now; where not (a transform or an item changed in place since: `Resize.size` set anew), the cache starts anew, as fastai makes every item anew"
+    ds = dl.dataset
+    c = _ITEM_CACHES.get(ds) if _ITEM_CACHES else None
+    if c is None or not c.ok or not c.items or get_worker_info() is not None: return True
+    c.turn = s = (c.turn+1) % len(ds)
+    o = c.get(s) if s in c.items else None
+    if o is None: return True
+    with RNGState():
+        new = _make_item(ds.tls, s, _ITEM_MAKERS.get(dl) if _ITEM_MAKERS else None)
+        ok = _same(o, new) and (st is None or _same_batch(dl.do_batch([dl.after_item(new)]), st.batch(torch.tensor([s]))))
+    if not ok: c.reset(c.sig, ds.tls)
+    return ok
+
 def _lean_batches(self, samps):
     "fastai's `DataLoader.create_batches`, as `lean_pipelines` sets it on a loader: once its dataset's item cache holds what the loader makes of every index the same way each time, each batch is gathered from those items stacked (through the batch transforms that compute each item alone, where they can be: `_folded`), in fastai's order (shuffle, `drop_last`), with fastai's types; before that, and wherever it cannot, fastai's own"
     st = _stacked(self)
+    if not _probe(self, st): st = None
     if st is None: yield from _FaDataLoader.create_batches(self, samps); return
     st = _folded(self, st) or st
     for i in _batch_idxs(self, samps): yield st.batch(i)
