@@ -139,6 +139,12 @@ class TorchOptimizer(_BaseOptimizer):
         for pg in self.param_lists:
             for p in pg: p.grad = None
 
+    @staticmethod
+    def grads_back(params):
+        "Give each of `params` that had a gradient at a `TorchOptimizer`'s step, and has none now, the zero gradient fastai's `zero_grad` would have left, for a fastai optimizer taking over (`undo_fastperf`)"
+        for p in params:
+            if p.grad is None and p in _HAD: p.grad = torch.zeros_like(p)
+
     def clear_state(self):
         "Forget the moving averages (keeping fastai's per-parameter flags)"
         if self.opt is not None: self.opt.state = defaultdict(dict)

@@ -20,7 +20,7 @@ from .cudnn import CudnnBenchmark
 from .precision import AutoMixedPrecision, cb_precision
 from .pipeline import set_loader, loader_state, restore_loaders
 from .images import fast_images, slow_images
-from .optim import is_torch_opt, swap_opt, _zero_grads_back
+from .optim import is_torch_opt, swap_opt, TorchOptimizer
 from .profile import NoSyncLoss
 
 # %% auto #0
@@ -237,7 +237,7 @@ def undo_fastperf(self:Learner,
     self.cbs = _in_order(self.cbs, u['cbs'])
     cur,swapped = self.opt,self.opt_func is not u['opt_func']
     self.opt_func = u['opt_func']
-    if swapped: _zero_grads_back(self.model.parameters()) # fastai's optimizer steps only parameters with a gradient tensor, as its `zero_grad` leaves them
+    if swapped: TorchOptimizer.grads_back(self.model.parameters()) # fastai's optimizer steps only parameters with a gradient tensor, as its `zero_grad` leaves them
     if swapped and cur is not None: # the optimizer to_fastperf swapped in goes back to the Learner's own kind, with its moving averages (fastai's format both ways)
         self.create_opt()
         try: self.opt.load_state_dict(cur.state_dict())
