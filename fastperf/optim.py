@@ -44,11 +44,6 @@ def _check_opt_args(kind, impl, hypers, who):
 # which every later optimizer of the parameter (`fit(reset_opt=True)`, `create_opt`, `export`, fastai's own after `undo_fastperf`) still steps
 _HAD = WeakIdKeyDictionary()
 
-def _zero_grads_back(params):
-    "Give each of `params` that had a gradient at a `TorchOptimizer`'s step, and has none now, the zero gradient fastai's `zero_grad` would have left (for a fastai optimizer taking over)"
-    for p in params:
-        if p.grad is None and p in _HAD: p.grad = torch.zeros_like(p)
-
 class TorchOptimizer(_BaseOptimizer):
     "fastai's optimizer API (hypers, parameter groups, freezing, `do_wd`) over torch's `AdamW`/`Adam`/`SGD` kernels"
     def __init__(self,
