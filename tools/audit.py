@@ -57,6 +57,9 @@ def _fastai_cast(learn):
     learn.remove_cbs(ours)
     if ours and not any(type(c) is fastai.learner.CastToTensor for c in learn.cbs): learn.add_cb(fastai.learner.CastToTensor())
 _null = contextlib.nullcontext
+class _Unshared:
+    "In place of `fastperf.copies._PLANS`: each `LeanPipeline` makes its plans anew"
+    def setdefault(self, k, d): return d
 
 # name -> (what it is, context entered around the second Learner's set-up and every run of it, change made to that Learner after its set-up)
 OFF = {
@@ -77,6 +80,8 @@ OFF = {
     'fold': ("_Folded: the stack through IntToFloatTensor/Normalize once", _declines('_folded'), _nothing),
     'ragged': ("_Ragged: a text loader's padded batches from its items kept flat", _declines('_ragged'), _nothing),
     'pad': ("_lean_pad_batches: a text loader's documents padded straight into the batch (and _Ragged)", _declines('_lean_pad_ok', False), _nothing),
+    'probe': ("_probe: each pass of a stacked loader makes one kept item anew and compares it (a transform changed in place starts the cache anew)", _declines('_probe', True), _nothing),
+    'plans': ("LeanPipeline's plans kept per transforms' list, shared by a loader's copies (DataLoader.new at each get_preds/predict)", lambda: patched(fcp, '_PLANS', _Unshared()), _nothing),
     'tab': ("lean tabular batches: rows gathered from tensors made once", _declines('_lean_tab_ok', False), _nothing),
     'lm': ("the language model's corpus gather", _declines('_lean_lm_ok', False), _nothing),
     'cast': ("fastperf's CastToTensor (the loss cast too) in place of fastai's default one", _null, _fastai_cast),
