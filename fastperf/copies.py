@@ -610,6 +610,7 @@ class LeanPipeline(Pipeline):
         k = (type_key(o), self.split_idx)
         p = self._plans.get(k)
         if p is None or p[0] is not self.fs or p[1]!=len(self.fs) or any(len(f.methods)!=n for f,n in p[2]):
+            self._plans = _PLANS.setdefault(self.fs, {}) # (the transforms' list may be a new one: fastai's `Pipeline.add` makes one)
             p = self._plans[k] = self._make_plan(*k)
         return p[3]
 
